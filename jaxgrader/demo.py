@@ -1,0 +1,53 @@
+"""The bundled demo class: three students built from the course's own files.
+
+* ``ada`` answered everything with the instructor's solutions (full marks),
+* ``bo`` submitted the release untouched (zero),
+* ``cy`` answered everything, but some answers are the wrong-but-plausible
+  ones from ``demo/wrong-answers/<assignment>.toml`` marked ``demo = true``.
+
+Building submissions from ``release/`` the way a student would (typing into
+solution cells only) keeps the demo true to whatever the course holds now.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import nbformat
+
+from .course import assignments_in, source_notebooks
+from .notebooks import fill_answers, read_notebook, solutions_of
+from .trials import wrong_answers
+
+DEMO_STUDENTS = ("ada", "bo", "cy")
+
+
+def answers_for(root: Path, assignment: str, notebook: str, student: str) -> dict[str, str] | None:
+    """grade_id -> text typed by ``student``; None means 'submitted the release as is'."""
+    if student == "bo":
+        return None
+    source = read_notebook(Path(root) / "source" / assignment / f"{notebook}.ipynb")
+    answers = solutions_of(source)
+    if student == "cy":
+        for wrong in wrong_answers(root, assignment):
+            if wrong.get("demo") and wrong["cell"] in answers:
+                answers[wrong["cell"]] = wrong["code"]
+    return answers
+
+
+def write_demo_submissions(root: Path) -> list[str]:
+    """(Re)create ``submitted/<student>/<assignment>/`` for the demo students."""
+    root = Path(root)
+    for student in DEMO_STUDENTS:
+        for assignment in assignments_in(root):
+            folder = root / "submitted" / student / assignment
+            if folder.exists():
+                shutil.rmtree(folder)
+            folder.mkdir(parents=True)
+            for notebook in source_notebooks(root, assignment):
+                release = read_notebook(root / "release" / assignment / f"{notebook}.ipynb")
+                answers = answers_for(root, assignment, notebook, student)
+                nb = release if answers is None else fill_answers(release, answers)
+                nbformat.write(nb, folder / f"{notebook}.ipynb")
+    return list(DEMO_STUDENTS)

@@ -1,0 +1,100 @@
+"""Small helpers over nbgrader-marked notebooks (read, find cells, fill answers).
+
+nbgrader keeps its marks in ``cell.metadata.nbgrader``; these helpers give the
+course command and the test suite one vocabulary for them instead of dict
+digging in every file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+
+
+class NotebookError(ValueError):
+    """A notebook that cannot be used, with a one-line reason naming the file."""
+
+
+def read_notebook(path: Path) -> nbformat.NotebookNode:
+    """Read and validate a notebook, raising NotebookError with a one-line reason."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise NotebookError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise NotebookError(f"{path}: cannot be read ({exc.__class__.__name__})") from None
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise NotebookError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno})") from None
+    if not isinstance(raw, dict) or raw.get("nbformat") != 4:
+        raise NotebookError(f"{path}: not an nbformat 4 notebook")
+    try:
+        nb = nbformat.reads(text, as_version=4)
+        nbformat.validate(nb)
+    except Exception as exc:  # nbformat raises several validation error types
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+        raise NotebookError(f"{path}: invalid notebook ({first_line})") from None
+    return nb
+
+
+def nbgrader_meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def grade_id(cell) -> str | None:
+    return nbgrader_meta(cell).get("grade_id")
+
+
+def is_solution(cell) -> bool:
+    return bool(nbgrader_meta(cell).get("solution"))
+
+
+def is_autograded_test(cell) -> bool:
+    """An autograder test cell: graded, not a solution, code."""
+    meta = nbgrader_meta(cell)
+    return bool(meta.get("grade")) and not meta.get("solution") and cell.cell_type == "code"
+
+
+def cells_by_id(nb) -> dict[str, nbformat.NotebookNode]:
+    return {grade_id(c): c for c in nb.cells if grade_id(c)}
+
+
+def autograded_tests(nb) -> dict[str, float]:
+    """grade_id -> points of every auto-graded test cell."""
+    return {grade_id(c): float(nbgrader_meta(c).get("points", 0)) for c in nb.cells if is_autograded_test(c)}
+
+
+def fill_answers(release_nb, answers: dict[str, str]):
+    """A copy of ``release_nb`` whose solution cells hold ``answers[grade_id]``.
+
+    This is what a student does: type into the solution cells and nothing else.
+    Cells not named in ``answers`` keep the release stub.
+    """
+    nb = nbformat.from_dict(json.loads(json.dumps(release_nb)))
+    for cell in nb.cells:
+        gid = grade_id(cell)
+        if gid in answers and is_solution(cell):
+            cell.source = answers[gid]
+    return nb
+
+
+def solutions_of(source_nb) -> dict[str, str]:
+    """grade_id -> instructor solution text of every solution cell, markers removed.
+
+    Hidden tests never live in solution cells, so this is safe to put into a
+    (demo) submission.
+    """
+    answers = {}
+    for cell in source_nb.cells:
+        if is_solution(cell):
+            lines = [
+                line
+                for line in cell.source.splitlines()
+                if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION")
+            ]
+            answers[grade_id(cell)] = "\n".join(lines)
+    return answers
