@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import sys
 from pathlib import Path
 
 from traitlets.config import Config
@@ -54,7 +55,15 @@ def load_config(root: Path, db_path: Path | None = None) -> Config:
 
 
 def make_api(config: Config):
+    """nbgrader's Python API for this configuration."""
     from nbgrader.apps import NbGraderAPI
+
+    # nbgrader shells out to `alembic` (gradebook migrations) and kernels start
+    # `python`: both must be this environment's, even when the command was
+    # started as .venv/bin/jaxgrader without activating the environment.
+    bin_dir = str(Path(sys.executable).parent)
+    if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
 
     api = NbGraderAPI(config=config)
     api.log_level = "ERROR"
