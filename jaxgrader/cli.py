@@ -19,7 +19,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="jaxgrader", description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=Path("."), help="course directory (default: here)")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("demo", help="write the bundled demo submissions into submitted/ and grade them")
+    demo = sub.add_parser("demo", help="write the bundled demo submissions into submitted/ and grade them")
+    demo.add_argument("-a", "--assignment", action="append", help="only this assignment (repeatable)")
     grade = sub.add_parser("grade", help="autograde submitted/, write feedback and grades.csv")
     grade.add_argument("-a", "--assignment", action="append", help="only this assignment (repeatable)")
     grade.add_argument("-s", "--student", action="append", help="only this student (repeatable)")
@@ -43,8 +44,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "demo":
             from .demo import write_demo_submissions
 
-            students = write_demo_submissions(root)
-            results = grade_class(root, students=students)
+            students = write_demo_submissions(root, args.assignment)
+            results = grade_class(root, args.assignment, students=students)
         else:
             results = grade_class(root, args.assignment, args.student, feedback=not args.no_feedback)
     except CourseError as exc:

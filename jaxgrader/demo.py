@@ -36,11 +36,11 @@ def answers_for(root: Path, assignment: str, notebook: str, student: str) -> dic
     return answers
 
 
-def write_demo_submissions(root: Path) -> list[str]:
+def write_demo_submissions(root: Path, assignments: list[str] | None = None) -> list[str]:
     """(Re)create ``submitted/<student>/<assignment>/`` for the demo students."""
     root = Path(root)
     for student in DEMO_STUDENTS:
-        for assignment in assignments_in(root):
+        for assignment in assignments or assignments_in(root):
             folder = root / "submitted" / student / assignment
             if folder.exists():
                 shutil.rmtree(folder)

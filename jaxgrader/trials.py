@@ -28,6 +28,8 @@ A wrong-answers file looks like::
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
+import os
 import shutil
 import tomllib
 from pathlib import Path
@@ -89,19 +91,16 @@ def trial_students(root: Path, assignment: str) -> dict[str, dict[str, dict[str,
     return students
 
 
-def run_trials(root: Path, assignment: str, workdir: Path, only: list[str] | None = None) -> dict[str, TrialResult]:
-    """Autograde every trial student of ``assignment`` in a scratch course under ``workdir``."""
+def _grade_share(root: str, assignment: str, workdir: str, students: dict) -> dict[str, TrialResult]:
+    """One worker: a scratch course of its own (own gradebook), grading its share of students."""
     from nbgrader.api import Gradebook
 
-    course = scratch_course(root, workdir, assignment)
+    course = scratch_course(Path(root), Path(workdir), assignment)
     config = load_config(course, course / "gradebook.db")
     api = make_api(config)
     result = api.generate_assignment(assignment, force=True, create=True)
     if not result["success"]:
         raise RuntimeError(f"generate_assignment {assignment} failed:\n{result.get('error') or result.get('log')}")
-    students = trial_students(root, assignment)
-    if only is not None:
-        students = {k: v for k, v in students.items() if k in only}
     for student, notebooks in students.items():
         folder = course / "submitted" / student / assignment
         folder.mkdir(parents=True, exist_ok=True)
@@ -127,6 +126,33 @@ def run_trials(root: Path, assignment: str, workdir: Path, only: list[str] | Non
                 }
         out[student] = TrialResult(student, per_nb)
     return out
+
+
+def run_trials(root: Path, assignment: str, workdir: Path, only: list[str] | None = None,
+               workers: int | None = None) -> dict[str, TrialResult]:
+    """Autograde every trial student of ``assignment`` with real nbgrader.
+
+    Students are shared out over ``workers`` processes (default: CPU count),
+    each with its own scratch course and SQLite gradebook under ``workdir``.
+    """
+    from concurrent.futures import ProcessPoolExecutor
+
+    students = trial_students(root, assignment)
+    if only is not None:
+        students = {k: v for k, v in students.items() if k in only}
+    workers = max(1, min(workers or os.cpu_count() or 1, len(students)))
+    names = list(students)
+    shares = [{n: students[n] for n in names[i::workers]} for i in range(workers)]
+    if workers == 1:
+        return _grade_share(str(root), assignment, str(Path(workdir) / "w0"), shares[0])
+    out: dict[str, TrialResult] = {}
+    # spawn, not fork: the parent may already run JAX's threads.
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(_grade_share, str(root), assignment, str(Path(workdir) / f"w{i}"), share)
+                   for i, share in enumerate(shares)]
+        for future in futures:
+            out.update(future.result())
+    return {n: out[n] for n in names}
 
 
 def expected_failures(root: Path, assignment: str) -> dict[str, set[str]]:

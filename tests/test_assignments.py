@@ -1,0 +1,150 @@
+"""Every assignment, graded by the real nbgrader: its solution, its release, its wrong answers.
+
+* the instructor's solution earns every auto-graded point;
+* the untouched release earns none;
+* each wrong-but-plausible answer (demo/wrong-answers/) loses exactly the test
+  cells it names and no others.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+from nbclient import NotebookClient
+
+from jaxgrader.notebooks import autograded_tests, is_autograded_test, read_notebook
+from jaxgrader.trials import expected_failures, run_trials, wrong_answers
+
+from .conftest import ASSIGNMENTS, ROOT
+
+
+def _source_notebooks(assignment):
+    return sorted((ROOT / "source" / assignment).glob("*.ipynb"))
+
+
+def _report(results, expected, only=None):
+    problems = []
+    for student, result in results.items():
+        if only and student not in only:
+            continue
+        if result.error:
+            problems.append(f"{student}: grading failed: {result.error.strip().splitlines()[-1]}")
+            continue
+        lost = {gid for scores in result.scores.values() for gid, pts in scores.items() if pts == 0}
+        if lost != expected[student]:
+            problems.append(f"{student}: lost {sorted(lost)}, expected to lose {sorted(expected[student])}")
+    return problems
+
+
+@pytest.mark.lane
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_solution_full_marks_release_zero(assignment, tmp_path):
+    results = run_trials(ROOT, assignment, tmp_path, only=["solution", "release"])
+    assert not _report(results, expected_failures(ROOT, assignment))
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_each_wrong_answer_loses_exactly_its_part(assignment, tmp_path):
+    answers = wrong_answers(ROOT, assignment)
+    assert len(answers) >= 4, f"{assignment}: try the tests against at least four wrong answers"
+    names = [f"wrong-{a['name']}" for a in answers]
+    assert len(set(names)) == len(names), "wrong-answer names must be unique"
+    results = run_trials(ROOT, assignment, tmp_path, only=names)
+    problems = _report(results, expected_failures(ROOT, assignment))
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_test_cell_is_tried_by_a_wrong_answer(assignment):
+    tried = {gid for a in wrong_answers(ROOT, assignment) for gid in a["fails"]}
+    for path in _source_notebooks(assignment):
+        untried = set(autograded_tests(read_notebook(path))) - tried
+        assert not untried, f"{path.name}: no wrong answer fails {sorted(untried)}"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_assignment_shape(assignment):
+    """At least four auto-graded exercises and one hand-graded written answer."""
+    for path in _source_notebooks(assignment):
+        nb = read_notebook(path)
+        assert len(autograded_tests(nb)) >= 4, f"{path.name}: fewer than four auto-graded tests"
+        written = [c for c in nb.cells if c.cell_type == "markdown"
+                   and c.metadata.get("nbgrader", {}).get("grade") and c.metadata["nbgrader"].get("solution")]
+        assert written, f"{path.name}: no manually graded written answer"
+
+
+def _last_statement_gives_a_grade(source: str) -> bool:
+    """True if nbgrader would read the cell's last line as a score.
+
+    A trailing expression is displayed and nbgrader takes its value as the grade
+    (True or Array(False) = full marks). Calls to assert_* helpers return None
+    and display nothing, so they are allowed.
+    """
+    body = ast.parse(source).body
+    if not body or not isinstance(body[-1], ast.Expr):
+        return False
+    value = body[-1].value
+    if isinstance(value, ast.Call):
+        func = value.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        return not name.startswith("assert")
+    return True
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_test_cells_end_in_a_statement(assignment):
+    for path in _source_notebooks(assignment):
+        for cell in read_notebook(path).cells:
+            if is_autograded_test(cell):
+                gid = cell.metadata.nbgrader.grade_id
+                assert not _last_statement_gives_a_grade(cell.source), (
+                    f"{path.name}:{gid} ends in an expression; nbgrader would take its value as the grade")
+
+
+def test_the_rule_catches_a_trailing_expression():
+    assert _last_statement_gives_a_grade("x = 1\nx == 1")
+    assert _last_statement_gives_a_grade("jnp.allclose(a, b)")
+    assert not _last_statement_gives_a_grade("assert x == 1")
+    assert not _last_statement_gives_a_grade("assert_trees_close(a, b)")
+
+
+@pytest.mark.lane
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_source_test_cells_write_nothing_to_stderr(assignment, tmp_path):
+    """nbgrader zeroes a test cell with any stderr output: a warning there costs points."""
+    for path in _source_notebooks(assignment):
+        nb = read_notebook(path)
+        NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}},
+                       allow_errors=True).execute()
+        for cell in nb.cells:
+            if is_autograded_test(cell):
+                noise = [o.get("text", "") for o in cell.outputs if o.get("name") == "stderr"]
+                errors = [f"{o.ename}: {o.evalue}" for o in cell.outputs if o.output_type == "error"]
+                gid = cell.metadata.nbgrader.grade_id
+                assert not errors, f"{path.name}:{gid} fails on the solution: {errors}"
+                assert not noise, f"{path.name}:{gid} writes to stderr: {noise[0][:300]}"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_visible_tests_fail_on_the_release_stubs(assignment, tmp_path):
+    for path in sorted((ROOT / "release" / assignment).glob("*.ipynb")):
+        nb = read_notebook(path)
+        NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}},
+                       allow_errors=True).execute()
+        for cell in nb.cells:
+            if is_autograded_test(cell):
+                assert any(o.output_type == "error" for o in cell.outputs), (
+                    f"{path.name}:{cell.metadata.nbgrader.grade_id} passes on the unanswered stub")
+
+
+def test_wrong_answer_files_name_real_cells():
+    for assignment in ASSIGNMENTS:
+        cells = set()
+        for path in _source_notebooks(assignment):
+            nb = read_notebook(path)
+            cells |= {c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells}
+        for answer in wrong_answers(ROOT, assignment):
+            assert answer["cell"] in cells, f"{assignment}: {answer['name']} replaces unknown cell {answer['cell']}"
+            unknown = set(answer["fails"]) - cells
+            assert not unknown, f"{assignment}: {answer['name']} names unknown tests {sorted(unknown)}"

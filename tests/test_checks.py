@@ -1,0 +1,157 @@
+"""The grader-side checks must pass right answers and fail wrong ones, with useful messages."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxgrader.budgets import BUDGETS, budget
+from jaxgrader.compiles import count_compilations
+from jaxgrader.gradients import (
+    assert_grad_matches_finite_differences,
+    assert_grad_matches_reference,
+    enable_x64,
+)
+from jaxgrader.timing import measure
+from jaxgrader.trees import assert_trees_close, assert_trees_equal, global_norm
+
+pytestmark = pytest.mark.lane
+
+PARAMS = [{"W": jnp.ones((2, 3)), "b": jnp.zeros(3)}, {"W": jnp.ones((3, 1)), "b": jnp.zeros(1)}]
+
+
+def test_trees_close_accepts_rounding_noise():
+    noisy = jax.tree.map(lambda x: x * (1 + 1e-7), PARAMS)
+    assert_trees_close(noisy, PARAMS)
+
+
+def test_trees_close_names_structure_mismatch():
+    swapped = [(layer["b"], layer["W"]) for layer in PARAMS]
+    with pytest.raises(AssertionError, match="wrong structure"):
+        assert_trees_close(swapped, PARAMS, name="grads")
+
+
+def test_trees_close_names_the_leaf_that_differs():
+    wrong = jax.tree.map(lambda x: x, PARAMS)
+    wrong[1] = {"W": PARAMS[1]["W"], "b": PARAMS[1]["b"] + 0.1}
+    with pytest.raises(AssertionError, match=r"grads\[1\]\['b'\] differs.*max abs error 0\.1"):
+        assert_trees_close(wrong, PARAMS, name="grads")
+
+
+def test_trees_close_names_shape_mismatch():
+    wrong = [{"W": layer["W"].T, "b": layer["b"]} for layer in PARAMS]
+    with pytest.raises(AssertionError, match=r"\[0\]\['W'\] has shape \(3, 2\)"):
+        assert_trees_close(wrong, PARAMS)
+
+
+def test_trees_equal_is_bit_exact():
+    assert_trees_equal(PARAMS, jax.tree.map(jnp.array, PARAMS))
+    nudged = jax.tree.map(lambda x: x + 1e-7, PARAMS)
+    with pytest.raises(AssertionError, match="expected to be unchanged"):
+        assert_trees_equal(nudged, PARAMS)
+
+
+def test_global_norm():
+    assert global_norm({"a": jnp.array([3.0]), "b": jnp.array([4.0])}) == pytest.approx(5.0)
+
+
+def _loss(params, x):
+    h = jnp.tanh(x @ params[0]["W"] + params[0]["b"])
+    return jnp.sum(h @ params[1]["W"] + params[1]["b"])
+
+
+def test_grad_reference_accepts_jax_grad_and_rejects_a_dropped_bias():
+    x = jnp.linspace(-1, 1, 6).reshape(2, 3).T[:2]
+    assert_grad_matches_reference(jax.grad(_loss), _loss, (PARAMS, x))
+
+    def no_bias_grad(params, x):
+        g = jax.grad(_loss)(params, x)
+        return [{"W": layer["W"], "b": jnp.zeros_like(layer["b"])} for layer in g]
+
+    with pytest.raises(AssertionError, match=r"\['b'\]"):
+        assert_grad_matches_reference(no_bias_grad, _loss, (PARAMS, x))
+
+
+def test_finite_differences_pass_a_smooth_function_and_fail_a_wrong_custom_gradient():
+    x = jnp.array([[0.3, -0.2]])
+    assert_grad_matches_finite_differences(_loss, (PARAMS, x))
+
+    @jax.custom_vjp
+    def bad_tanh(z):
+        return jnp.tanh(z)
+
+    bad_tanh.defvjp(lambda z: (jnp.tanh(z), z), lambda z, g: (g * 2.0,))  # wrong derivative
+
+    with pytest.raises(AssertionError):
+        assert_grad_matches_finite_differences(lambda v: jnp.sum(bad_tanh(v)), (jnp.array([0.1, 0.4]),))
+
+
+def test_enable_x64_is_scoped():
+    with enable_x64():
+        assert jnp.ones(1).dtype == jnp.float64
+    assert jnp.ones(1).dtype == jnp.float32
+
+
+def test_compile_counts_are_exact():
+    def square_sum(x):
+        return jnp.sum(x ** 2)
+
+    f = jax.jit(square_sum)
+    with count_compilations(f) as c:
+        for n in (1, 100, 1000):
+            f(jnp.ones(n))
+        f(jnp.ones(1))
+    assert c.count == 3 and c.traces == 3
+    with count_compilations(f) as again:
+        f(jnp.ones(1))
+    assert again.count == 0
+
+
+def test_compile_counter_sees_weak_type_recompile():
+    def step(state):
+        return state + 1
+
+    f = jax.jit(step)
+    with count_compilations("step") as c:
+        s = f(0)  # Python int: weakly typed int32
+        s = f(jnp.int32(0))  # strongly typed: a second compilation
+    assert c.count == 2
+
+
+def test_compile_counter_follows_partial_and_static_args():
+    @functools.partial(jax.jit, static_argnames="k")
+    def scaled(x, k):
+        return x * k
+
+    with count_compilations(scaled) as c:
+        scaled(jnp.ones(2), k=2)
+        scaled(jnp.ones(2), k=3)
+        scaled(jnp.ones(2), k=2)
+    assert c.count == 2
+
+
+def test_measure_separates_compile_from_run():
+    def heavy(x):
+        for _ in range(20):
+            x = jnp.sin(x) @ x
+        return x
+
+    t = measure(jax.jit(heavy), jnp.ones((8, 8)), repeats=3)
+    assert t.first_call_s > 0 and t.run_s > 0
+    assert t.compile_s > t.run_s  # compiling 20 matmuls dwarfs running them at 8x8
+
+
+def test_measure_rejects_zero_repeats():
+    with pytest.raises(ValueError):
+        measure(jnp.sin, jnp.ones(2), repeats=0)
+
+
+def test_budgets_have_the_same_keys_on_every_backend():
+    keys = {backend: set(row) for backend, row in BUDGETS.items()}
+    assert set(keys) == {"cpu", "gpu", "tpu"}
+    assert keys["cpu"] == keys["gpu"] == keys["tpu"]
+    assert budget("max_benchmark_s", "cpu") > 0
+    with pytest.raises(KeyError, match="no budget"):
+        budget("no_such_budget", "cpu")

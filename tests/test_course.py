@@ -1,0 +1,85 @@
+"""The teacher's loop end to end (`jaxgrader demo`), and its failures: one line, nothing half-written."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import ROOT
+
+
+def _course(tmp_path, assignments=("lesson1",)):
+    course = tmp_path / "course"
+    course.mkdir()
+    shutil.copy2(ROOT / "nbgrader_config.py", course)
+    for a in assignments:
+        shutil.copytree(ROOT / "source" / a, course / "source" / a)
+        shutil.copytree(ROOT / "release" / a, course / "release" / a)
+    shutil.copytree(ROOT / "demo", course / "demo")
+    return course
+
+
+def _jaxgrader(course, *args):
+    return subprocess.run([sys.executable, "-m", "jaxgrader", "--root", str(course), *args],
+                          capture_output=True, text=True, timeout=900)
+
+
+@pytest.mark.lane
+def test_demo_grades_the_class(tmp_path):
+    course = _course(tmp_path)
+    run = _jaxgrader(course, "demo", "-a", "lesson1")
+    assert run.returncode == 0, run.stderr[-2000:]
+    table = {line.split()[0]: line.split()[1:] for line in run.stdout.splitlines() if line[:3] in ("ada", "bo ", "cy ")}
+    ada, bo, cy = (table[s][0] for s in ("ada", "bo", "cy"))
+    got = {s: float(v.split("/")[0]) for s, v in (("ada", ada), ("bo", bo), ("cy", cy))}
+    out_of = float(ada.split("/")[1])
+    auto_points = out_of - 3  # the written answer waits for a human
+    assert got["ada"] == auto_points
+    assert got["bo"] == 0
+    assert 0 < got["cy"] < auto_points
+    with open(course / "grades.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {r["student_id"] for r in rows} == {"ada", "bo", "cy"}
+    for student in ("ada", "bo", "cy"):
+        assert (course / "feedback" / student / "lesson1" / "pure_functions.html").is_file()
+    assert not (course / ".grading" / "gradebook.db").exists(), "the working copy of the gradebook was left behind"
+
+
+def test_missing_source_folder_is_one_line_and_writes_nothing(tmp_path):
+    course = _course(tmp_path)
+    run = _jaxgrader(course, "grade", "-a", "lesson9")
+    assert run.returncode == 2
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "source/lesson9" in lines[0] and "missing" in lines[0]
+    assert not (course / "gradebook.db").exists()
+
+
+def test_missing_submitted_folder_is_one_line(tmp_path):
+    course = _course(tmp_path)
+    run = _jaxgrader(course, "grade", "-a", "lesson1")
+    assert run.returncode == 2
+    assert run.stderr.strip().count("\n") == 0 and "submitted" in run.stderr
+    assert not (course / "gradebook.db").exists()
+
+
+def test_corrupt_submission_costs_only_that_student(tmp_path):
+    course = _course(tmp_path)
+    for student, text in (("zed", "{not json"), ("yan", None)):
+        folder = course / "submitted" / student / "lesson1"
+        folder.mkdir(parents=True)
+        if text is not None:
+            (folder / "pure_functions.ipynb").write_text(text)
+    ok = course / "submitted" / "ada" / "lesson1"
+    ok.mkdir(parents=True)
+    shutil.copy2(course / "release" / "lesson1" / "pure_functions.ipynb", ok)
+    run = _jaxgrader(course, "grade", "-a", "lesson1", "--no-feedback")
+    assert run.returncode == 1
+    assert "zed" in run.stdout and "not valid JSON" in run.stdout and "pure_functions.ipynb" in run.stdout
+    assert "yan" in run.stdout and "no such file" in run.stdout
+    assert (course / "gradebook.db").exists()
+    rows = list(csv.DictReader(open(course / "grades.csv")))
+    assert any(r["student_id"] == "ada" for r in rows)
