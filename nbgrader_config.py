@@ -18,6 +18,18 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # A student who deletes a test cell must not escape it: nbgrader puts it back.
 c.OverwriteCells.add_missing_cells = True
 
+# Submissions are untrusted: tags such as `skip-execution` would stop test cells
+# from running at all. Strip them after nbgrader has restored the test cells.
+# (nbgrader 0.9's default list, plus one step at the end.)
+c.Autograde.sanitize_preprocessors = [
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.DeduplicateIds",
+    "nbgrader.preprocessors.OverwriteKernelspec",
+    "nbgrader.preprocessors.OverwriteCells",
+    "nbgrader.preprocessors.CheckCellMetadata",
+    "jaxgrader.preprocessors.StripStudentTags",
+]
+
 # Per-cell limit while autograding. Lessons keep every cell far below this on a
 # 2-core CPU (see docs/benchmarks.md).
 c.Execute.timeout = 120

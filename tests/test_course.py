@@ -83,3 +83,20 @@ def test_corrupt_submission_costs_only_that_student(tmp_path):
     assert (course / "gradebook.db").exists()
     rows = list(csv.DictReader(open(course / "grades.csv")))
     assert any(r["student_id"] == "ada" for r in rows)
+
+
+def test_skip_execution_tags_do_not_earn_points(tmp_path):
+    """A blank release with `skip-execution` on every cell must still score zero."""
+    import nbformat
+
+    course = _course(tmp_path)
+    folder = course / "submitted" / "mallory" / "lesson1"
+    folder.mkdir(parents=True)
+    nb = nbformat.read(course / "release" / "lesson1" / "pure_functions.ipynb", as_version=4)
+    for cell in nb.cells:
+        cell.metadata["tags"] = ["skip-execution", "raises-exception"]
+    nbformat.write(nb, folder / "pure_functions.ipynb")
+    run = _jaxgrader(course, "grade", "-a", "lesson1", "--no-feedback")
+    assert run.returncode == 0, run.stderr[-2000:]
+    row = next(line for line in run.stdout.splitlines() if line.startswith("mallory"))
+    assert row.split()[1].startswith("0/"), row
