@@ -7,9 +7,10 @@ Read by nbgrader's own apps (`nbgrader generate_assignment lesson1`) and by the
 c = get_config()  # noqa: F821  (nbgrader injects get_config)
 
 c.CourseDirectory.course_id = "jax-from-first-principles"
-# SQLite on local disk, one grader at a time. For several graders or parallel
-# workers point this at PostgreSQL, e.g. "postgresql://user@host/gradebook".
-c.CourseDirectory.db_url = "sqlite:///gradebook.db"
+# The gradebook: by default SQLite in <course>/gradebook.db (one grader on local
+# disk; `jaxgrader grade` runs its parallel workers against a copy of it). For
+# several graders at once use PostgreSQL (needs psycopg2), e.g.:
+# c.CourseDirectory.db_url = "postgresql://grader@localhost/gradebook"
 
 # Students' notebooks get this stub where a solution was.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
@@ -30,9 +31,22 @@ c.Autograde.sanitize_preprocessors = [
     "jaxgrader.preprocessors.StripStudentTags",
 ]
 
-# Per-cell limit while autograding. Lessons keep every cell far below this on a
-# 2-core CPU (see docs/benchmarks.md).
+# Execution limits while autograding: nbgrader's per-cell timeout, plus a limit
+# per notebook and on the kernel's memory (jaxgrader.limits). Cells that did not
+# run score zero and say why; the rest keep their points. Lessons stay far below
+# these on a 2-core CPU (see docs/benchmarks.md).
 c.Execute.timeout = 120
+c.LimitedExecute.notebook_timeout = 600  # seconds per notebook
+c.LimitedExecute.memory_limit_mb = 6144  # resident memory of the kernel and its children
+c.Autograde.autograde_preprocessors = [
+    "jaxgrader.limits.LimitedExecute",  # in place of nbgrader.preprocessors.Execute
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
 
 # Only notebooks are assignment files; anything else in source/<assignment>/
 # would be copied to students and over their submission.

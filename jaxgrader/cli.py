@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 from .course import CourseError, assignments_in, format_table, generate, grade_class, load_config, make_api
 
 
 def main(argv: list[str] | None = None) -> int:
+    # nbgrader 0.9 trips SQLAlchemy's autoflush warnings on every autograde; they are not the teacher's concern.
+    warnings.filterwarnings("ignore", message=".*not in session.*")
     parser = argparse.ArgumentParser(prog="jaxgrader", description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=Path("."), help="course directory (default: here)")
     sub = parser.add_subparsers(dest="command", required=True)

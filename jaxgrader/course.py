@@ -4,17 +4,21 @@ generate (source/ -> release/ + gradebook) -> autograde (submitted/ -> autograde
 -> feedback (feedback/*.html) -> export (grades.csv) -> summary table.
 
 nbgrader does each step; this module adds what it lacks: one entry point,
-checks that fail early with one line naming the missing thing, progress bars,
-and a gradebook that is never left half-written (grading runs against a copy,
-which replaces ``gradebook.db`` only when the run finishes).
+checks that fail early with one line naming the missing thing, parallel
+grading with one process per submission, progress bars, a machine-readable
+summary, and a gradebook that is never left half-written.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 from traitlets.config import Config
@@ -39,6 +43,9 @@ class Result:
     score: float = 0.0
     max_score: float = 0.0
     error: str = ""
+    seconds: float = 0.0
+    notebooks: dict = dataclasses.field(default_factory=dict)  # name -> {"score", "max_score"}
+    notes: list = dataclasses.field(default_factory=list)  # limits hit, feedback failures
 
 
 def load_config(root: Path, db_path: Path | None = None) -> Config:
@@ -113,22 +120,6 @@ def _last_line(result: dict) -> str:
     return text.splitlines()[-1] if text else "no message"
 
 
-def scores(db_url: str, student: str, assignment: str) -> tuple[float, float]:
-    from nbgrader.api import Gradebook
-
-    with Gradebook(db_url) as gb:
-        sub = gb.find_submission(assignment, student)
-        return float(sub.score), float(sub.max_score)
-
-
-def autograde(api, db_url: str, student: str, assignment: str) -> Result:
-    result = api.autograde(assignment, student, force=True, create=True)
-    if not result["success"]:
-        return Result(student, assignment, "error", error=f"nbgrader autograde failed: {_last_line(result)}")
-    score, max_score = scores(db_url, student, assignment)
-    return Result(student, assignment, "graded", score, max_score)
-
-
 def export_grades(db_url: str, path: Path) -> None:
     """nbgrader's own CSV export (one row per student and assignment)."""
     from nbgrader.api import Gradebook
@@ -138,6 +129,43 @@ def export_grades(db_url: str, path: Path) -> None:
         CsvExportPlugin(to=str(path)).export(gb)
 
 
+def grade_in_subprocess(root: Path, db_url: str, student: str, assignment: str, hard_limit_s: float) -> Result:
+    """Autograde one submission in its own process (see ``jaxgrader.worker``).
+
+    ``hard_limit_s`` is a backstop above the per-notebook limits: a worker still
+    running then is killed with its whole process group (kernel included).
+    """
+    start = time.monotonic()
+    cmd = [sys.executable, "-m", "jaxgrader.worker", "--root", str(root), "--db-url", db_url,
+           "--student", student, "--assignment", assignment]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=hard_limit_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return Result(student, assignment, "error", error=f"grading did not finish in {hard_limit_s:.0f} s; killed",
+                      seconds=time.monotonic() - start)
+    line = next((ln for ln in reversed(out.splitlines()) if ln.startswith("JAXGRADER-RESULT ")), None)
+    if line is None:
+        tail = (err.strip().splitlines() or ["no output"])[-1]
+        return Result(student, assignment, "error", error=f"grading process died (exit {proc.returncode}): {tail}",
+                      seconds=time.monotonic() - start)
+    data = json.loads(line.split(" ", 1)[1])
+    return Result(student, assignment, data["status"], data.get("score", 0.0), data.get("max_score", 0.0),
+                  data.get("error", ""), time.monotonic() - start, data.get("notebooks", {}), data.get("notes", []))
+
+
+def gradebook_file(config: Config, root: Path) -> Path | None:
+    """The SQLite file the course grades into, or None for a server database."""
+    db_url = config.CourseDirectory.get("db_url", "")
+    if not db_url:
+        return Path(root) / GRADEBOOK  # nbgrader's default
+    if db_url.startswith("sqlite:///"):
+        return (Path(root) / db_url[len("sqlite:///"):].split("?")[0]).resolve()
+    return None
+
+
 def grade_class(
     root: Path,
     assignments: list[str] | None = None,
@@ -145,13 +173,24 @@ def grade_class(
     *,
     feedback: bool = True,
     progress: bool = True,
+    workers: int | None = None,
 ) -> list[Result]:
     """Grade every submission in ``root/submitted`` and return one Result per pair.
 
-    Fails with CourseError before touching the gradebook when a folder is
-    missing. A submission that cannot be read is reported as an error for that
-    student only; the rest of the class is graded.
+    Submissions are graded in parallel, each in its own process (``workers``,
+    default: the CPU count). Fails with CourseError before touching the
+    gradebook when a folder is missing. A submission that cannot be read, or
+    whose grading fails, is an error for that student only.
+
+    With an SQLite gradebook (the default), grading runs against a copy that
+    replaces the gradebook only when the run finishes, so an interrupted run
+    leaves the old one as it was. A server gradebook (PostgreSQL, set as
+    ``CourseDirectory.db_url``) is written in place, one transaction per step.
+    Grading again regrades: nbgrader keys grades by student, assignment and
+    cell, so nothing is duplicated.
     """
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
     from tqdm.auto import tqdm
 
     root = Path(root).resolve()
@@ -168,37 +207,64 @@ def grade_class(
         if not (submitted / student).is_dir():
             raise CourseError(f"{submitted / student}: missing (no such student)")
 
+    config = load_config(root)
+    live_db = gradebook_file(config, root)
     work = root / ".grading"
     work.mkdir(exist_ok=True)
-    db_tmp = work / GRADEBOOK
-    if (root / GRADEBOOK).exists():
-        shutil.copy2(root / GRADEBOOK, db_tmp)
-    elif db_tmp.exists():
-        db_tmp.unlink()
-    config = load_config(root, db_tmp)
+    if live_db is not None:
+        db_tmp = work / live_db.name
+        if live_db.exists():
+            shutil.copy2(live_db, db_tmp)
+        elif db_tmp.exists():
+            db_tmp.unlink()
+        # Several worker processes share the file: each waits for the others' short transactions.
+        config.CourseDirectory.db_url = f"sqlite:///{db_tmp}?timeout=120"
     db_url = config.CourseDirectory.db_url
     api = make_api(config)
-
-    results: list[Result] = []
-    pairs = [(s, a) for a in assignments for s in students]
     generate(api, assignments)
-    for student, assignment in tqdm(pairs, desc="autograde", unit="notebook", disable=not progress):
-        problem = check_submission(root, student, assignment)
-        if problem:
-            results.append(Result(student, assignment, "error", error=problem))
-            continue
-        results.append(autograde(api, db_url, student, assignment))
+
+    workers = max(1, workers or os.cpu_count() or 1)
+    limit_s = _hard_limit_s(config, root, assignments)
+    results: list[Result] = []
+    pending = []
+    for assignment in assignments:
+        for student in students:
+            problem = check_submission(root, student, assignment)
+            if problem:
+                results.append(Result(student, assignment, "error", error=problem))
+            else:
+                pending.append((student, assignment))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(grade_in_subprocess, root, db_url, s, a, limit_s[a]) for s, a in pending]
+        for future in tqdm(as_completed(futures), total=len(futures), desc=f"autograde ({workers} workers)",
+                           unit="submission", disable=not progress):
+            results.append(future.result())
     if feedback:
-        for r in tqdm([r for r in results if r.status == "graded"], desc="feedback", unit="notebook",
+        for r in tqdm([r for r in results if r.status == "graded"], desc="feedback", unit="submission",
                       disable=not progress):
             out = api.generate_feedback(r.assignment, r.student, force=True)
             if not out["success"]:
-                r.error = f"feedback failed: {_last_line(out)}"
+                r.notes.append(f"feedback failed: {_last_line(out)}")
+    results.sort(key=lambda r: (r.student, r.assignment))
     export_grades(db_url, work / "grades.csv")
-    # Everything succeeded: publish the gradebook and grades in one step each.
-    os.replace(db_tmp, root / GRADEBOOK)
+    write_summary(results, work / "grading-summary.json")
+    # Everything succeeded: publish the gradebook and the reports, one atomic rename each.
+    if live_db is not None:
+        os.replace(db_tmp, live_db)
     os.replace(work / "grades.csv", root / "grades.csv")
+    os.replace(work / "grading-summary.json", root / "grading-summary.json")
     return results
+
+
+def _hard_limit_s(config: Config, root: Path, assignments: list[str]) -> dict[str, float]:
+    """Per assignment: every notebook's wall-clock limit, plus two minutes for nbgrader itself."""
+    per_notebook = float(config.LimitedExecute.get("notebook_timeout", 600))
+    return {a: per_notebook * len(source_notebooks(root, a)) + 120.0 for a in assignments}
+
+
+def write_summary(results: list[Result], path: Path) -> None:
+    """Machine-readable summary: one record per student and assignment."""
+    path.write_text(json.dumps([dataclasses.asdict(r) for r in results], indent=2) + "\n")
 
 
 def format_table(results: list[Result]) -> str:
@@ -219,7 +285,7 @@ def format_table(results: list[Result]) -> str:
                 row += f"{r.score:g}/{r.max_score:g}".rjust(col + 2)
                 got, out_of = got + r.score, out_of + r.max_score
         lines.append(row + f"{got:g}/{out_of:g}".rjust(col + 2))
-    errors = [f"  {r.student}/{r.assignment}: {r.error}" for r in results if r.error]
+    errors = [f"  {r.student}/{r.assignment}: {note}" for r in results for note in ([r.error] if r.error else []) + r.notes]
     if errors:
         lines += ["", "problems:"] + errors
     return "\n".join(lines)

@@ -1,0 +1,127 @@
+"""Execution limits per notebook: wall-clock and memory, on top of nbgrader's per-cell timeout.
+
+``LimitedExecute`` replaces nbgrader's ``Execute`` step in autograding
+(``nbgrader_config.py``). When a submission runs out of time or memory, the
+cells that did run keep their results (and their points); every cell that did
+not run gets an error output saying why, so its tests score zero and the
+feedback tells the student what happened. The class run goes on.
+
+The memory limit is enforced from outside the kernel: a watchdog thread sums
+the resident memory of the kernel and its children and kills the kernel when
+the sum passes the limit. Code inside the kernel cannot raise that limit.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import psutil
+from nbclient.exceptions import DeadKernelError
+from nbformat import NotebookNode
+from nbgrader.preprocessors import Execute
+from traitlets import Float, Integer
+
+TIME_LIMIT_ENAME = "NotebookTimeLimit"
+MEMORY_LIMIT_ENAME = "NotebookMemoryLimit"
+
+
+def _error_output(ename: str, evalue: str) -> NotebookNode:
+    return NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
+
+
+class _MemoryWatchdog(threading.Thread):
+    """Kill process ``pid`` (and its children) once their summed RSS exceeds ``limit_bytes``."""
+
+    def __init__(self, pid: int, limit_bytes: int, interval: float = 0.2):
+        super().__init__(daemon=True)
+        self.pid, self.limit, self.interval = pid, limit_bytes, interval
+        self.tripped_at = 0
+        self._stop = threading.Event()
+
+    def rss(self, proc: psutil.Process) -> int:
+        total = 0
+        for p in [proc, *proc.children(recursive=True)]:
+            try:
+                total += p.memory_info().rss
+            except psutil.Error:
+                pass
+        return total
+
+    def run(self) -> None:
+        try:
+            proc = psutil.Process(self.pid)
+        except psutil.Error:
+            return
+        while not self._stop.wait(self.interval):
+            try:
+                used = self.rss(proc)
+            except psutil.Error:
+                return
+            if used > self.limit:
+                self.tripped_at = used
+                for p in [*proc.children(recursive=True), proc]:
+                    try:
+                        p.kill()
+                    except psutil.Error:
+                        pass
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+class LimitedExecute(Execute):
+    """nbgrader's Execute with a per-notebook wall-clock limit and a memory limit."""
+
+    notebook_timeout = Integer(
+        600, help="Seconds one notebook may run in total; cells after that are not run (score 0)."
+    ).tag(config=True)
+    memory_limit_mb = Float(
+        4096, help="Resident memory (MiB) the kernel and its children may use; the kernel is killed past it."
+    ).tag(config=True)
+
+    def preprocess(self, nb, resources=None, km=None):
+        self._deadline = time.monotonic() + self.notebook_timeout
+        self._cell_timeout = self.timeout
+        self._stopped: str = ""
+        self._watchdog: _MemoryWatchdog | None = None
+        try:
+            return super().preprocess(nb, resources, km)
+        finally:
+            if self._watchdog is not None:
+                self._watchdog.stop()
+
+    def _start_watchdog(self) -> None:
+        if self._watchdog is not None or self.memory_limit_mb <= 0:
+            return
+        pid = getattr(getattr(self.km, "provisioner", None), "pid", None)
+        if pid is None:
+            return
+        self._watchdog = _MemoryWatchdog(pid, int(self.memory_limit_mb * 2**20))
+        self._watchdog.start()
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type != "code":
+            return cell, resources
+        self._start_watchdog()
+        remaining = self._deadline - time.monotonic()
+        if not self._stopped and remaining <= 0:
+            self._stopped = (TIME_LIMIT_ENAME, f"not run: the notebook passed its {self.notebook_timeout} s limit")
+        if self._stopped:
+            cell.outputs = [_error_output(*self._stopped)]
+            return cell, resources
+        self.timeout = max(1, int(min(self._cell_timeout or remaining, remaining)))
+        try:
+            return super().preprocess_cell(cell, resources, index)
+        except DeadKernelError:
+            if self._watchdog is not None and self._watchdog.tripped_at:
+                used = self._watchdog.tripped_at / 2**20
+                self._stopped = (MEMORY_LIMIT_ENAME,
+                                 f"not run: the kernel used {used:.0f} MiB, over the {self.memory_limit_mb:.0f} MiB limit")
+            else:
+                self._stopped = ("DeadKernelError", "not run: the kernel died")
+            cell.outputs = [_error_output(*self._stopped)]
+            return cell, resources
+        finally:
+            self.timeout = self._cell_timeout
