@@ -19,16 +19,33 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # A student who deletes a test cell must not escape it: nbgrader puts it back.
 c.OverwriteCells.add_missing_cells = True
 
-# Submissions are untrusted: tags such as `skip-execution` would stop test cells
-# from running at all. Strip them after nbgrader has restored the test cells.
-# (nbgrader 0.9's default list, plus one step at the end.)
+# Submissions are untrusted (jaxgrader.preprocessors.SanitizeSubmission): cell tags
+# are dropped (`skip-execution` would stop test cells running), edited nbgrader
+# metadata is repaired, and solution code that tampers with the grader is not run.
+# Then nbgrader 0.9's own steps.
 c.Autograde.sanitize_preprocessors = [
+    "jaxgrader.preprocessors.SanitizeSubmission",
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
     "nbgrader.preprocessors.OverwriteCells",
     "nbgrader.preprocessors.CheckCellMetadata",
-    "jaxgrader.preprocessors.StripStudentTags",
+]
+
+# Every grading kernel starts with jaxgrader.guard: known platform/deprecation
+# notices are filtered (nbgrader zeroes a test cell that writes to stderr), and the
+# modules tests rely on are restored before each cell if a student replaced them.
+c.Execute.extra_arguments = [
+    "--HistoryManager.hist_file=:memory:",
+    "--IPKernelApp.exec_lines=['import jaxgrader.guard; jaxgrader.guard.install()']",
+]
+
+# Feedback shows no hidden tests (so they can be reused next term). To show them,
+# as nbgrader does by default, set c.HideHiddenTests.enabled = False.
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+    "jaxgrader.preprocessors.HideHiddenTests",
 ]
 
 # Execution limits while autograding: nbgrader's per-cell timeout, plus a limit
