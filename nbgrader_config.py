@@ -68,3 +68,13 @@ c.Autograde.autograde_preprocessors = [
 # Only notebooks are assignment files; anything else in source/<assignment>/
 # would be copied to students and over their submission.
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback"]
+
+# LMS downloads: `nbgrader zip_collect lessonN` reads downloaded/lessonN/archive/*.zip
+# and files each notebook under submitted/<student_id>/lessonN/. The pattern below
+# reads Canvas's export names, "<login>[_late]_<user id>_<submission id>_<file name>",
+# e.g. "jdoe_late_1234_5678_Copy of pure_functions.ipynb" -> student "jdoe".
+# Decorated file names ("Copy of ...", "... (1)") are fixed by `jaxgrader grade`.
+c.ZipCollectApp.collector_plugin = "nbgrader.plugins.FileNameCollectorPlugin"
+c.FileNameCollectorPlugin.named_regexp = (
+    r".*/(?P<student_id>[A-Za-z0-9.]+?)(?:_[Ll][Aa][Tt][Ee])?_\d+_\d+_(?P<file_id>[^/]+)$"
+)

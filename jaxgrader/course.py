@@ -24,6 +24,7 @@ from pathlib import Path
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
+from .intake import normalise_names
 from .notebooks import NotebookError, read_notebook
 
 GRADEBOOK = "gradebook.db"
@@ -227,18 +228,24 @@ def grade_class(
     limit_s = _hard_limit_s(config, root, assignments)
     results: list[Result] = []
     pending = []
+    renamed: dict[tuple[str, str], list[str]] = {}
     for assignment in assignments:
         for student in students:
+            renamed[student, assignment] = normalise_names(submitted / student / assignment,
+                                                           source_notebooks(root, assignment))
             problem = check_submission(root, student, assignment)
             if problem:
-                results.append(Result(student, assignment, "error", error=problem))
+                results.append(Result(student, assignment, "error", error=problem,
+                                      notes=renamed[student, assignment]))
             else:
                 pending.append((student, assignment))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(grade_in_subprocess, root, db_url, s, a, limit_s[a]) for s, a in pending]
         for future in tqdm(as_completed(futures), total=len(futures), desc=f"autograde ({workers} workers)",
                            unit="submission", disable=not progress):
-            results.append(future.result())
+            result = future.result()
+            result.notes[:0] = renamed[result.student, result.assignment]
+            results.append(result)
     if feedback:
         for r in tqdm([r for r in results if r.status == "graded"], desc="feedback", unit="submission",
                       disable=not progress):

@@ -122,6 +122,19 @@ def tampering(source: str) -> str:
 class SanitizeSubmission(NbGraderPreprocessor):
     """Make a submitted notebook safe to grade; runs before nbgrader's own sanitizing."""
 
+    def preprocess(self, nb, resources):
+        nb, resources = super().preprocess(nb, resources)
+        # A duplicated nbgrader cell: keep the marks on the last copy only. (nbgrader's
+        # own DeduplicateIds leaves the copies half-marked, and autograde then crashes.)
+        seen = set()
+        for cell in reversed(nb.cells):
+            gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+            if gid in seen:
+                del cell.metadata["nbgrader"]
+            elif gid:
+                seen.add(gid)
+        return nb, resources
+
     def preprocess_cell(self, cell, resources, index):
         cell.metadata.pop("tags", None)
         meta = cell.metadata.get("nbgrader")
