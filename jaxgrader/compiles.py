@@ -73,8 +73,12 @@ def count_compilations(fn_or_name=None):
     1
 
     Pass a function (or its name) to count only its compilations, or nothing to
-    count every compilation. The persistent compilation cache must be off (the
-    default): a cache hit is not a compilation.
+    count every compilation. Only compilations *inside* the block count: a
+    function compiled earlier for the same shapes reads 0 (call
+    ``jax.clear_caches()`` or ``f.clear_cache()`` first when that matters). The
+    persistent compilation cache must be off (the default): a hit is not a
+    compilation. JAX reports the name of the function that was jitted, so a
+    plain wrapper around a jitted function is counted under the inner name.
     """
     _install_listener()
     name = fn_or_name if isinstance(fn_or_name, str) or fn_or_name is None else function_name(fn_or_name)

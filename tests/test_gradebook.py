@@ -7,11 +7,13 @@ import csv
 import getpass
 import json
 import os
+import pwd
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -105,7 +107,7 @@ def _postgres_bin(name):
 
 
 @pytest.fixture(scope="module")
-def postgres(tmp_path_factory):
+def postgres():
     """A throwaway PostgreSQL server on a free loopback port; installed with apt-get if missing."""
     if _postgres_bin("initdb") is None and shutil.which("apt-get") and os.geteuid() == 0:
         subprocess.run(["apt-get", "update", "-qq"], capture_output=True, timeout=600)
@@ -114,11 +116,14 @@ def postgres(tmp_path_factory):
     initdb, pg_ctl = _postgres_bin("initdb"), _postgres_bin("pg_ctl")
     if not initdb or not pg_ctl:
         pytest.skip("PostgreSQL could not be installed (no initdb/pg_ctl, and apt-get failed or is not available)")
-    data = tmp_path_factory.mktemp("pg") / "data"
+    # outside pytest's private tmp tree: the server's own user must reach it
+    base = Path(tempfile.mkdtemp(prefix="jaxgrader-pg-"))
+    data = base / "data"
     run_as = []
     if os.geteuid() == 0:  # the server refuses to run as root
         run_as = ["runuser", "-u", "postgres", "--"]
-        data.parent.chmod(0o777)
+        pw = pwd.getpwnam("postgres")
+        os.chown(base, pw.pw_uid, pw.pw_gid)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -140,6 +145,7 @@ def postgres(tmp_path_factory):
         yield f"postgresql+psycopg://{user}@127.0.0.1:{port}/gradebook"
     finally:
         subprocess.run(run_as + [pg_ctl, "-D", str(data), "-m", "fast", "stop"], capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_postgres_gradebook_with_parallel_workers(tmp_path, postgres):
