@@ -111,9 +111,16 @@ class LimitedExecute(Execute):
         if self._stopped:
             cell.outputs = [_error_output(*self._stopped)]
             return cell, resources
+        clipped = self._cell_timeout is None or remaining < self._cell_timeout
         self.timeout = max(1, int(min(self._cell_timeout or remaining, remaining)))
         try:
-            return super().preprocess_cell(cell, resources, index)
+            cell, resources = super().preprocess_cell(cell, resources, index)
+            timed_out = any(o.get("ename") == "CellTimeoutError" for o in cell.get("outputs", []))
+            if clipped and timed_out:  # cut short by the notebook's limit, not the cell's own
+                self._stopped = (TIME_LIMIT_ENAME,
+                                 f"not run: the notebook passed its {self.notebook_timeout} s limit")
+                cell.outputs.append(_error_output(TIME_LIMIT_ENAME, "this cell was stopped at the notebook's limit"))
+            return cell, resources
         except DeadKernelError:
             if self._watchdog is not None and self._watchdog.tripped_at:
                 used = self._watchdog.tripped_at / 2**20
