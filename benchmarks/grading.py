@@ -20,13 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import nbformat
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from jaxgrader.course import assignments_in, grade_class  # noqa: E402
-from jaxgrader.notebooks import fill_answers, read_notebook  # noqa: E402
+from jaxgrader.notebooks import write_submission  # noqa: E402
 from jaxgrader.trials import trial_students  # noqa: E402
 
 
@@ -37,12 +35,8 @@ def build_class(course: Path, assignments: list[str], students: int) -> None:
         kinds = list(trial_students(ROOT, assignment).items())
         for i in range(students):
             _, notebooks = kinds[i % len(kinds)]
-            folder = course / "submitted" / f"student{i:02d}" / assignment
-            folder.mkdir(parents=True)
-            for name, answers in notebooks.items():
-                release = read_notebook(ROOT / "release" / assignment / f"{name}.ipynb")
-                nb = release if answers is None else fill_answers(release, answers)
-                nbformat.write(nb, folder / f"{name}.ipynb")
+            write_submission(ROOT / "release" / assignment, course / "submitted" / f"student{i:02d}" / assignment,
+                             notebooks)
 
 
 def timed_grade(assignments: list[str], students: int, workers: int) -> tuple[float, int]:
@@ -69,7 +63,7 @@ def main() -> int:
     serial, n = timed_grade(assignments, args.students, 1)
     parallel, _ = timed_grade(assignments, args.students, args.workers)
     print(f"\n{n} submissions ({args.students} students x {', '.join(assignments)}) on {os.cpu_count()} cores")
-    print(f"| workers | seconds | submissions/min |\n|---:|---:|---:|")
+    print("| workers | seconds | submissions/min |\n|---:|---:|---:|")
     print(f"| 1 | {serial:.0f} | {60 * n / serial:.1f} |")
     print(f"| {args.workers} | {parallel:.0f} | {60 * n / parallel:.1f} |")
     print(f"speed-up: {serial / parallel:.2f}x")

@@ -14,10 +14,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import nbformat
-
 from .course import assignments_in, source_notebooks
-from .notebooks import fill_answers, read_notebook, solutions_of
+from .notebooks import read_notebook, solutions_of, write_submission
 from .trials import wrong_answers
 
 DEMO_STUDENTS = ("ada", "bo", "cy")
@@ -46,8 +44,6 @@ def write_demo_submissions(root: Path, assignments: list[str] | None = None) -> 
                 shutil.rmtree(folder)
             folder.mkdir(parents=True)
             for notebook in source_notebooks(root, assignment):
-                release = read_notebook(root / "release" / assignment / f"{notebook}.ipynb")
-                answers = answers_for(root, assignment, notebook, student)
-                nb = release if answers is None else fill_answers(release, answers)
-                nbformat.write(nb, folder / f"{notebook}.ipynb")
+                write_submission(root / "release" / assignment, folder,
+                                 {notebook: answers_for(root, assignment, notebook, student)})
     return list(DEMO_STUDENTS)

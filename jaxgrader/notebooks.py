@@ -59,10 +59,6 @@ def is_autograded_test(cell) -> bool:
     return bool(meta.get("grade")) and not meta.get("solution") and cell.cell_type == "code"
 
 
-def cells_by_id(nb) -> dict[str, nbformat.NotebookNode]:
-    return {grade_id(c): c for c in nb.cells if grade_id(c)}
-
-
 def autograded_tests(nb) -> dict[str, float]:
     """grade_id -> points of every auto-graded test cell."""
     return {grade_id(c): float(nbgrader_meta(c).get("points", 0)) for c in nb.cells if is_autograded_test(c)}
@@ -80,6 +76,18 @@ def fill_answers(release_nb, answers: dict[str, str]):
         if gid in answers and is_solution(cell):
             cell.source = answers[gid]
     return nb
+
+
+def write_submission(release_dir: Path, folder: Path, answers: dict[str, dict[str, str] | None]) -> None:
+    """Write what a student submits: each released notebook, typed into or (None) left as is.
+
+    ``answers`` maps notebook name -> {grade_id: text} or None.
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, typed in answers.items():
+        release = read_notebook(Path(release_dir) / f"{name}.ipynb")
+        nbformat.write(release if typed is None else fill_answers(release, typed), folder / f"{name}.ipynb")
 
 
 def solutions_of(source_nb) -> dict[str, str]:

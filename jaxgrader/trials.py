@@ -34,10 +34,8 @@ import shutil
 import tomllib
 from pathlib import Path
 
-import nbformat
-
 from .course import load_config, make_api, source_notebooks
-from .notebooks import autograded_tests, fill_answers, read_notebook, solutions_of
+from .notebooks import autograded_tests, read_notebook, solutions_of, write_submission
 
 
 def wrong_answers(root: Path, assignment: str) -> list[dict]:
@@ -102,12 +100,7 @@ def _grade_share(root: str, assignment: str, workdir: str, students: dict) -> di
     if not result["success"]:
         raise RuntimeError(f"generate_assignment {assignment} failed:\n{result.get('error') or result.get('log')}")
     for student, notebooks in students.items():
-        folder = course / "submitted" / student / assignment
-        folder.mkdir(parents=True, exist_ok=True)
-        for nb_name, answers in notebooks.items():
-            release = read_notebook(course / "release" / assignment / f"{nb_name}.ipynb")
-            nb = release if answers is None else fill_answers(release, answers)
-            nbformat.write(nb, folder / f"{nb_name}.ipynb")
+        write_submission(course / "release" / assignment, course / "submitted" / student / assignment, notebooks)
 
     out: dict[str, TrialResult] = {}
     db_url = config.CourseDirectory.db_url

@@ -4,7 +4,6 @@ import functools
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import pytest
 
 from jaxgrader.budgets import BUDGETS, budget
@@ -115,8 +114,8 @@ def test_compile_counter_sees_weak_type_recompile():
 
     f = jax.jit(step)
     with count_compilations("step") as c:
-        s = f(0)  # Python int: weakly typed int32
-        s = f(jnp.int32(0))  # strongly typed: a second compilation
+        f(0)  # Python int: weakly typed int32
+        f(jnp.int32(0))  # strongly typed: a second compilation
     assert c.count == 2
 
 
