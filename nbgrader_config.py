@@ -19,12 +19,12 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # A student who deletes a test cell must not escape it: nbgrader puts it back.
 c.OverwriteCells.add_missing_cells = True
 
-# Submissions are untrusted (jaxgrader.preprocessors.SanitizeSubmission): cell tags
-# are dropped (`skip-execution` would stop test cells running), edited nbgrader
-# metadata is repaired, and solution code that tampers with the grader is not run.
-# Then nbgrader 0.9's own steps.
+# Submissions are untrusted. Before anything runs (jaxgrader.grading.preprocessors):
+# cell tags are dropped (`skip-execution` would stop test cells running) and edited
+# nbgrader metadata is repaired. No code is refused: the kernel is sandboxed and
+# points come from the verdict below. Then nbgrader 0.9's own steps.
 c.Autograde.sanitize_preprocessors = [
-    "jaxgrader.preprocessors.SanitizeSubmission",
+    "jaxgrader.grading.preprocessors.SanitizeSubmission",
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
@@ -32,37 +32,50 @@ c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 
-# Every grading kernel starts with jaxgrader.guard: known platform/deprecation
-# notices are filtered (nbgrader zeroes a test cell that writes to stderr), and the
-# modules tests rely on are restored before each cell if a student replaced them.
-c.Execute.extra_arguments = [
-    "--HistoryManager.hist_file=:memory:",
-    "--IPKernelApp.exec_lines=['import jaxgrader.guard; jaxgrader.guard.install()']",
-]
-
-# Feedback shows no hidden tests (so they can be reused next term). To show them,
-# as nbgrader does by default, set c.HideHiddenTests.enabled = False.
-c.GenerateFeedback.preprocessors = [
-    "nbgrader.preprocessors.GetGrades",
-    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-    "jaxgrader.preprocessors.HideHiddenTests",
-]
+# Every grading kernel runs in an OS sandbox (bubblewrap; jaxgrader/grading/sandbox.py):
+# read-only system and Python environment, a private scratch directory as the only
+# writable place, no view of the course (source/, other submissions, the gradebook,
+# this file), no network, its own PID namespace, an unprivileged user, rlimits.
+# Where bubblewrap cannot run, grading stops; `jaxgrader grade --unsandboxed` (or
+# c.SandboxedKernelManager.isolation = "none") grades without it, and says so.
+c.LimitedExecute.kernel_manager_class = "jaxgrader.grading.sandbox.SandboxedKernelManager"
+c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
 
 # Execution limits while autograding: nbgrader's per-cell timeout, plus a limit
-# per notebook and on the kernel's memory (jaxgrader.limits). Cells that did not
-# run score zero and say why; the rest keep their points. Lessons stay far below
-# these on a 2-core CPU (see docs/benchmarks.md).
+# per notebook, on the kernel's memory and on what it may print (jaxgrader.grading.limits).
+# Cells that did not run score zero and say why; the rest keep their points.
 c.Execute.timeout = 120
 c.LimitedExecute.notebook_timeout = 600  # seconds per notebook
 c.LimitedExecute.memory_limit_mb = 6144  # resident memory of the kernel and its children
+c.LimitedExecute.max_output_mb = 8  # outputs kept per notebook; the rest is dropped, with a note
+
+# Points come from the verdict (jaxgrader.grading.verdict), not from what the kernel
+# printed: hidden tests report the student's answers on inputs drawn from a seed fresh
+# for each run, the instructor's solution is run with the same seed in its own
+# sandboxed kernel, and the grader compares the two outside the student's kernel.
+# It replaces each test cell's outputs by its own pass line or error, which
+# nbgrader's SaveAutoGrades then scores. HTML and JavaScript in outputs are sanitized.
 c.Autograde.autograde_preprocessors = [
-    "jaxgrader.limits.LimitedExecute",  # in place of nbgrader.preprocessors.Execute
+    "jaxgrader.grading.limits.LimitedExecute",  # in place of nbgrader.preprocessors.Execute
+    "jaxgrader.grading.verdict.Verdict",
+    "nbconvert.preprocessors.sanitize.SanitizeHTML",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
     "nbgrader.preprocessors.SaveAutoGrades",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
+]
+
+# Feedback shows the student's code, written answers and the grader's verdict per
+# test: no hidden tests (they can be reused next term) and nothing the kernel printed
+# (it could have copied hidden tests into any output). To show both, as nbgrader
+# does by default, set c.HideHiddenTests.enabled = False.
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+    "jaxgrader.grading.preprocessors.HideHiddenTests",
+    "nbconvert.preprocessors.sanitize.SanitizeHTML",
 ]
 
 # Only notebooks are assignment files; anything else in source/<assignment>/

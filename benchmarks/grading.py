@@ -23,9 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from jaxgrader.course import assignments_in, grade_class  # noqa: E402
-from jaxgrader.notebooks import write_submission  # noqa: E402
-from jaxgrader.trials import trial_students  # noqa: E402
+from jaxgrader.grading.course import assignments_in, grade_class  # noqa: E402
+from jaxgrader.grading.notebooks import write_submission  # noqa: E402
+from jaxgrader.grading.trials import trial_students  # noqa: E402
 
 
 def build_class(course: Path, assignments: list[str], students: int) -> None:

@@ -1,7 +1,13 @@
-"""Shared by the course's hidden tests, its grading command and its test suite.
+"""The course's own package, split along the grader's trust boundary.
 
-Hidden tests import the checks from here (``from jaxgrader.checks import ...``);
-the teacher runs ``jaxgrader demo`` / ``jaxgrader grade``.
+* ``jaxgrader.checks``: what hidden tests call *inside* the student's (sandboxed)
+  kernel. Nothing the grader decides depends on this code behaving: its only job
+  is to hand values out through :mod:`jaxgrader.checks.report`.
+* ``jaxgrader.grading``: everything *outside* the kernel: the course, the kernel
+  sandbox, the verdict (parse reported values, compare with the reference run,
+  score), the class run and its command ``jaxgrader``. It never imports
+  ``jaxgrader.checks``, and it trusts nothing the kernel produced except through
+  :mod:`jaxgrader.grading.verdict`'s parser.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

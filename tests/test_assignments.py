@@ -13,8 +13,8 @@ import ast
 import pytest
 from nbclient import NotebookClient
 
-from jaxgrader.notebooks import autograded_tests, is_autograded_test, read_notebook
-from jaxgrader.trials import expected_failures, run_trials, wrong_answers
+from jaxgrader.grading.notebooks import autograded_tests, is_autograded_test, read_notebook
+from jaxgrader.grading.trials import expected_failures, run_trials, wrong_answers
 
 from .conftest import ASSIGNMENTS, ROOT
 

@@ -6,15 +6,15 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from jaxgrader.budgets import BUDGETS, budget
-from jaxgrader.compiles import count_compilations
-from jaxgrader.gradients import (
+from jaxgrader.checks.budgets import BUDGETS, budget
+from jaxgrader.checks.compiles import count_compilations
+from jaxgrader.checks.gradients import (
     assert_grad_matches_finite_differences,
     assert_grad_matches_reference,
     enable_x64,
 )
-from jaxgrader.timing import measure
-from jaxgrader.trees import assert_trees_close, assert_trees_equal, global_norm
+from jaxgrader.checks.timing import measure
+from jaxgrader.checks.trees import assert_trees_close, assert_trees_equal, global_norm
 
 pytestmark = pytest.mark.lane
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from jaxgrader.notebooks import fill_answers, read_notebook, solutions_of
+from jaxgrader.grading.notebooks import fill_answers, read_notebook, solutions_of
 
 from .conftest import ROOT
 

@@ -16,7 +16,7 @@ import sys
 import nbformat
 import pytest
 
-from jaxgrader.notebooks import fill_answers, grade_id, is_autograded_test, read_notebook, solutions_of
+from jaxgrader.grading.notebooks import fill_answers, grade_id, is_autograded_test, read_notebook, solutions_of
 
 from .conftest import ROOT
 

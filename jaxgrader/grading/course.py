@@ -22,16 +22,12 @@ import time
 from pathlib import Path
 
 from traitlets.config import Config
-from traitlets.config.loader import PyFileConfigLoader
 
+from .config import CourseError, load_config, make_api
 from .intake import normalise_names
 from .notebooks import NotebookError, read_notebook
 
 GRADEBOOK = "gradebook.db"
-
-
-class CourseError(RuntimeError):
-    """A problem with the course directory; the message is one line for the teacher."""
 
 
 @dataclasses.dataclass
@@ -47,35 +43,6 @@ class Result:
     seconds: float = 0.0
     notebooks: dict = dataclasses.field(default_factory=dict)  # name -> {"score", "max_score"}
     notes: list = dataclasses.field(default_factory=list)  # limits hit, feedback failures
-
-
-def load_config(root: Path, db_path: Path | None = None) -> Config:
-    """The course's ``nbgrader_config.py``, pointed at ``root`` (and a gradebook file)."""
-    root = Path(root).resolve()
-    config_file = root / "nbgrader_config.py"
-    if not config_file.is_file():
-        raise CourseError(f"{config_file}: missing (is {root} a course directory?)")
-    config = PyFileConfigLoader(config_file.name, path=str(root)).load_config()
-    config.CourseDirectory.root = str(root)
-    if db_path is not None:
-        config.CourseDirectory.db_url = f"sqlite:///{Path(db_path).resolve()}"
-    return config
-
-
-def make_api(config: Config):
-    """nbgrader's Python API for this configuration."""
-    from nbgrader.apps import NbGraderAPI
-
-    # nbgrader shells out to `alembic` (gradebook migrations) and kernels start
-    # `python`: both must be this environment's, even when the command was
-    # started as .venv/bin/jaxgrader without activating the environment.
-    bin_dir = str(Path(sys.executable).parent)
-    if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
-
-    api = NbGraderAPI(config=config)
-    api.log_level = "ERROR"
-    return api
 
 
 def assignments_in(root: Path) -> list[str]:
@@ -137,7 +104,7 @@ def grade_in_subprocess(root: Path, db_url: str, student: str, assignment: str, 
     running then is killed with its whole process group (kernel included).
     """
     start = time.monotonic()
-    cmd = [sys.executable, "-m", "jaxgrader.worker", "--root", str(root), "--db-url", db_url,
+    cmd = [sys.executable, "-m", "jaxgrader.grading.worker", "--root", str(root), "--db-url", db_url,
            "--student", student, "--assignment", assignment]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:

@@ -6,6 +6,11 @@ cells that did run keep their results (and their points); every cell that did
 not run gets an error output saying why, so its tests score zero and the
 feedback tells the student what happened. The class run goes on.
 
+What the kernel prints is capped too (``max_output_mb`` per notebook, a tenth of
+it per cell): past the cap outputs are dropped as they arrive, with one note, so
+the grader's own memory stays bounded whatever the kernel prints. Widget comm
+messages are ignored (grading needs no widgets, and they can redirect outputs).
+
 The memory limit is enforced from outside the kernel: a watchdog thread sums
 the resident memory of the kernel and its children and kills the kernel when
 the sum passes the limit. Code inside the kernel cannot raise that limit.
@@ -22,12 +27,26 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Float, Integer
 
+from .seed import run_seed
+
 TIME_LIMIT_ENAME = "NotebookTimeLimit"
+OUTPUT_MESSAGES = {"stream", "display_data", "execute_result", "error", "update_display_data"}
 MEMORY_LIMIT_ENAME = "NotebookMemoryLimit"
 
 
 def _error_output(ename: str, evalue: str) -> NotebookNode:
     return NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
+
+
+def _size(content) -> int:
+    """Rough size in bytes of a message's content (strings counted, structure not)."""
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, dict):
+        return sum(len(k) + _size(v) for k, v in content.items())
+    if isinstance(content, (list, tuple)):
+        return sum(_size(v) for v in content)
+    return 8
 
 
 class _MemoryWatchdog(threading.Thread):
@@ -81,7 +100,30 @@ class LimitedExecute(Execute):
         4096, help="Resident memory (MiB) the kernel and its children may use; the kernel is killed past it."
     ).tag(config=True)
 
+    max_output_mb = Float(
+        8, help="Outputs (MiB) kept per notebook, a tenth of that per cell; later outputs are dropped with a note."
+    ).tag(config=True)
+
+    def process_message(self, msg, cell, cell_index):
+        if msg.get("msg_type") in OUTPUT_MESSAGES:
+            size = _size(msg.get("content"))
+            self._output_bytes += size
+            self._cell_bytes[cell_index] = self._cell_bytes.get(cell_index, 0) + size
+            limit = self.max_output_mb * 2**20
+            if self._output_bytes > limit or self._cell_bytes[cell_index] > limit / 10:
+                if cell_index not in self._truncated:
+                    self._truncated.add(cell_index)
+                    cell.outputs.append(NotebookNode(output_type="stream", name="stdout",
+                                                     text="[output truncated by the grader]\n"))
+                return None
+        return super().process_message(msg, cell, cell_index)
+
+    def handle_comm_msg(self, outs, msg, cell_index):
+        return None
+
     def preprocess(self, nb, resources=None, km=None):
+        run_seed()  # drawn before the kernel starts: it inherits it, and the reference run uses it
+        self._output_bytes, self._cell_bytes, self._truncated = 0, {}, set()
         self._deadline = time.monotonic() + self.notebook_timeout
         self._cell_timeout = self.timeout
         self._stopped: str = ""

@@ -1,0 +1,129 @@
+"""The one way values leave the student's kernel: hidden tests *report*, the grader judges.
+
+A hidden test does not decide anything. It computes the student's answers on
+inputs drawn from the grader's seed and reports them::
+
+    from jaxgrader.checks.report import report, key
+
+    _x = jax.random.normal(key(0), (4,))
+    report("predict(params, x)", predict(_params, _x))            # compared with the reference
+    report("compiles over 3 sizes", count, rule="at_most", bound=3)  # measured in the kernel
+
+The grader runs the instructor's solution with the same seed in its own
+sandboxed kernel, and compares each reported value with the one the reference
+run reported under the same name, outside the student's kernel
+(``jaxgrader.grading.verdict``). Tolerances, rules and bounds are taken from the
+*reference* run; what a student's kernel sends for them is ignored.
+
+Rules:
+
+``close``    numbers and arrays within ``rtol``/``atol`` of the reference, same
+             structure (dict keys, list lengths) and shapes; other leaves equal.
+``equal``    exactly equal to the reference (shapes, dtypes as strings, counts).
+``true``     the value must be ``True``: a fact measured inside the kernel.
+``at_most``  a number measured inside the kernel, at most ``bound``.
+``at_least`` a number measured inside the kernel, at least ``bound``.
+
+The last three are *kernel-measured*: a student who takes over the kernel can
+forge them (docs/grading.md says what that takes). Prefer ``close``/``equal``
+on raw values wherever the check can be computed from values.
+
+The value travels as a ``display_data`` output with the MIME type
+:data:`MIME`; this module only encodes. The grader's parser enforces sizes.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import math
+import os
+
+import numpy as np
+
+MIME = "application/vnd.jaxgrader.report.v1+json"
+RULES = ("close", "equal", "true", "at_most", "at_least")
+# A report bigger than this is refused here, with a message, instead of by the grader.
+MAX_REPORT_BYTES = 2 * 2**20
+
+
+def seed() -> int:
+    """The grader's seed for this run (``JAXGRADER_SEED``; 0 outside grading)."""
+    try:
+        return int(os.environ.get("JAXGRADER_SEED", "0")) % 2**31
+    except ValueError:
+        return 0
+
+
+def key(i: int = 0):
+    """A PRNG key drawn from the run's seed: the same in the student's and the reference run."""
+    import jax
+
+    return jax.random.fold_in(jax.random.key(seed()), i)
+
+
+def rng(i: int = 0) -> np.random.Generator:
+    """A NumPy generator drawn from the run's seed (for data that need not be JAX arrays)."""
+    return np.random.default_rng([seed(), i])
+
+
+def encode(value, _depth: int = 0):
+    """A JSON-able form of a pytree of arrays, numbers, strings, bools and None."""
+    if _depth > 32:
+        raise ValueError("nested more than 32 levels")
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return value if abs(value) < 2**53 else float(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {"$float": repr(value)}
+    if isinstance(value, dict):
+        return {"$dict": [[str(k), encode(v, _depth + 1)] for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))]}
+    if hasattr(value, "_asdict") and isinstance(value, tuple):  # NamedTuple (optax states)
+        return encode(dict(value._asdict()), _depth)
+    if isinstance(value, (list, tuple)):
+        return {"$list": [encode(v, _depth + 1) for v in value]}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return encode({f.name: getattr(value, f.name) for f in dataclasses.fields(value)}, _depth)
+    return _encode_array(value)
+
+
+def _encode_array(value):
+    try:
+        import jax
+
+        if jax.dtypes.issubdtype(getattr(value, "dtype", None), jax.dtypes.prng_key):
+            value = jax.random.key_data(value)
+    except (ImportError, TypeError, AttributeError):
+        pass
+    try:
+        array = np.asarray(value)
+    except Exception as exc:  # what a student returned cannot be an array
+        return {"$unencodable": f"{type(value).__name__} ({exc.__class__.__name__})"}
+    if array.dtype == object or array.dtype.kind not in "biuf":
+        return {"$unencodable": f"{type(value).__name__} of dtype {array.dtype}"}
+    if array.dtype.kind == "f" and array.dtype.itemsize < 4:
+        array = array.astype(np.float32)  # bfloat16/float16: float32 holds them exactly
+    dtype = "bool" if array.dtype.kind == "b" else array.dtype.str.lstrip("<>=|")
+    data = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<") if array.dtype.kind != "b" else bool)
+    return {"$array": {"dtype": dtype, "kind": array.dtype.kind, "shape": list(array.shape),
+                       "data": base64.b64encode(data.tobytes()).decode("ascii")}}
+
+
+def report(name: str, value, *, rule: str = "close", rtol: float = 1e-5, atol: float = 1e-6,
+           bound: float | None = None) -> None:
+    """Hand ``value`` to the grader under ``name`` (unique within the test cell)."""
+    if rule not in RULES:
+        raise ValueError(f"unknown rule {rule!r}; one of {RULES}")
+    payload = {"name": str(name), "rule": rule, "rtol": float(rtol), "atol": float(atol),
+               "bound": None if bound is None else float(bound), "value": encode(value)}
+    import json
+
+    if len(json.dumps(payload)) > MAX_REPORT_BYTES:
+        payload["value"] = {"$unencodable": f"more than {MAX_REPORT_BYTES} bytes"}
+    from IPython.display import display
+
+    display({MIME: payload}, raw=True)
+
+
+__all__ = ["MIME", "RULES", "encode", "key", "report", "rng", "seed"]
