@@ -37,21 +37,40 @@ def _report(results, expected, only=None):
     return problems
 
 
+_TRIALS: dict[str, dict] = {}
+
+
+def _trials(request, assignment, tmp_path_factory):
+    """All trial students of ``assignment`` graded in one class run, shared by the tests below.
+
+    One reference run and one nbgrader process per worker for the solution, the
+    release and every wrong answer, instead of one run per test. When the
+    wrong-answer test is not selected (the version lanes), only the solution and
+    the release are graded.
+    """
+    if assignment not in _TRIALS:
+        wanted = f"test_each_wrong_answer_loses_exactly_its_part[{assignment}]"
+        everyone = any(item.name == wanted for item in request.session.items)
+        only = None if everyone else ["solution", "release"]
+        _TRIALS[assignment] = run_trials(ROOT, assignment, tmp_path_factory.mktemp(f"trials-{assignment}"), only=only)
+    return _TRIALS[assignment]
+
+
 @pytest.mark.lane
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_solution_full_marks_release_zero(assignment, tmp_path):
-    results = run_trials(ROOT, assignment, tmp_path, only=["solution", "release"])
-    assert not _report(results, expected_failures(ROOT, assignment))
+def test_solution_full_marks_release_zero(assignment, request, tmp_path_factory):
+    results = _trials(request, assignment, tmp_path_factory)
+    assert not _report(results, expected_failures(ROOT, assignment), only={"solution", "release"})
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_each_wrong_answer_loses_exactly_its_part(assignment, tmp_path):
+def test_each_wrong_answer_loses_exactly_its_part(assignment, request, tmp_path_factory):
     answers = wrong_answers(ROOT, assignment)
     assert len(answers) >= 4, f"{assignment}: try the tests against at least four wrong answers"
     names = [f"wrong-{a['name']}" for a in answers]
     assert len(set(names)) == len(names), "wrong-answer names must be unique"
-    results = run_trials(ROOT, assignment, tmp_path, only=names)
-    problems = _report(results, expected_failures(ROOT, assignment))
+    results = _trials(request, assignment, tmp_path_factory)
+    problems = _report(results, expected_failures(ROOT, assignment), only=set(names))
     assert not problems, "\n".join(problems)
 
 
@@ -148,3 +167,14 @@ def test_wrong_answer_files_name_real_cells():
             assert answer["cell"] in cells, f"{assignment}: {answer['name']} replaces unknown cell {answer['cell']}"
             unknown = set(answer["fails"]) - cells
             assert not unknown, f"{assignment}: {answer['name']} names unknown tests {sorted(unknown)}"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_test_cell_reports_to_the_grader(assignment):
+    """Points come from reported values only: a test cell without reports could earn nothing."""
+    for path in _source_notebooks(assignment):
+        for cell in read_notebook(path).cells:
+            if is_autograded_test(cell):
+                parts = cell.source.split("### BEGIN HIDDEN TESTS")
+                gid = cell.metadata.nbgrader.grade_id
+                assert len(parts) == 2 and "report(" in parts[1], f"{path.name}:{gid} has no hidden block that reports"

@@ -17,17 +17,65 @@ class NotebookError(ValueError):
     """A notebook that cannot be used, with a one-line reason naming the file."""
 
 
+MAX_NOTEBOOK_BYTES = 64 * 2**20  # far above any honest submission (lesson notebooks are < 1 MB)
+MAX_NESTING = 64  # JSON depth; nbformat 4 needs about 8
+
+
+def _nesting(text: str) -> int:
+    """Deepest bracket nesting outside strings, without building anything (a 20,000-deep
+    notebook must be a one-line error, not a RecursionError in the grader)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > MAX_NESTING:
+                    return deepest
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
 def read_notebook(path: Path) -> nbformat.NotebookNode:
     """Read and validate a notebook, raising NotebookError with a one-line reason."""
     path = Path(path)
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise NotebookError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise NotebookError(f"{path}: cannot be read ({exc.__class__.__name__})") from None
+    if not path.is_file():
+        raise NotebookError(f"{path}: not a file")
+    if size == 0:
+        raise NotebookError(f"{path}: empty file")
+    if size > MAX_NOTEBOOK_BYTES:
+        raise NotebookError(f"{path}: {size / 2**20:.0f} MiB, larger than the {MAX_NOTEBOOK_BYTES // 2**20} MiB limit")
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise NotebookError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise NotebookError(f"{path}: cannot be read ({exc.__class__.__name__})") from None
+    if "\x00" in text:
+        raise NotebookError(f"{path}: binary data, not a notebook")
+    if _nesting(text) > MAX_NESTING:
+        raise NotebookError(f"{path}: nested more than {MAX_NESTING} levels deep, not a notebook")
     try:
         raw = json.loads(text)
+    except RecursionError:
+        raise NotebookError(f"{path}: nested too deeply, not a notebook") from None
     except json.JSONDecodeError as exc:
         raise NotebookError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno})") from None
     if not isinstance(raw, dict) or raw.get("nbformat") != 4:

@@ -28,14 +28,17 @@ A wrong-answers file looks like::
 from __future__ import annotations
 
 import dataclasses
+import json
 import multiprocessing
 import os
 import shutil
 import tomllib
 from pathlib import Path
 
-from .course import load_config, make_api, source_notebooks
+from .config import load_config, make_api
+from .course import source_notebooks
 from .notebooks import autograded_tests, read_notebook, solutions_of, write_submission
+from .seed import run_seed
 
 
 def wrong_answers(root: Path, assignment: str) -> list[dict]:
@@ -61,13 +64,32 @@ class TrialResult:
     error: str = ""
 
 
-def scratch_course(root: Path, dest: Path, assignment: str) -> Path:
-    """Copy what grading needs (config, source/<assignment>) into ``dest``."""
+def scratch_course(root: Path, dest: Path, assignment: str, references: dict | None = None) -> Path:
+    """Copy what grading needs (config, source/<assignment>) into ``dest``.
+
+    ``references`` (notebook -> grade_id -> reports), when given, are the reference
+    run's reports: every scratch course uses them instead of running its own.
+    """
     root, dest = Path(root), Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copy2(root / "nbgrader_config.py", dest / "nbgrader_config.py")
     shutil.copytree(root / "source" / assignment, dest / "source" / assignment, dirs_exist_ok=True)
+    if references is not None:
+        (dest / "references.json").write_text(json.dumps(references))
+        with open(dest / "nbgrader_config.py", "a") as fh:
+            fh.write("\n# trials: the reference run's reports, computed once for every trial course\n"
+                     "import json as _json\n"
+                     f"c.Verdict.references = _json.loads(open({str(dest / 'references.json')!r}).read())\n")
     return dest
+
+
+def reference_of(root: Path, assignment: str) -> dict:
+    """notebook -> the reference run's reports, with this process's seed (one run per notebook)."""
+    from .verdict import reference_reports
+
+    config = load_config(root)
+    return {nb: reference_reports(Path(root) / "source" / assignment / f"{nb}.ipynb", config)
+            for nb in source_notebooks(root, assignment)}
 
 
 def trial_students(root: Path, assignment: str) -> dict[str, dict[str, dict[str, str] | None]]:
@@ -89,11 +111,14 @@ def trial_students(root: Path, assignment: str) -> dict[str, dict[str, dict[str,
     return students
 
 
-def _grade_share(root: str, assignment: str, workdir: str, students: dict) -> dict[str, TrialResult]:
+def _grade_share(root: str, assignment: str, workdir: str, students: dict,
+                 references: dict | None = None, seed: int | None = None) -> dict[str, TrialResult]:
     """One worker: a scratch course of its own (own gradebook), grading its share of students."""
     from nbgrader.api import Gradebook
 
-    course = scratch_course(Path(root), Path(workdir), assignment)
+    if seed is not None:
+        os.environ["JAXGRADER_SEED"] = str(seed)
+    course = scratch_course(Path(root), Path(workdir), assignment, references)
     config = load_config(course, course / "gradebook.db")
     api = make_api(config)
     result = api.generate_assignment(assignment, force=True, create=True)
@@ -127,6 +152,7 @@ def run_trials(root: Path, assignment: str, workdir: Path, only: list[str] | Non
 
     Students are shared out over ``workers`` processes (default: CPU count),
     each with its own scratch course and SQLite gradebook under ``workdir``.
+    The reference run happens once, here, and every worker uses its reports.
     """
     from concurrent.futures import ProcessPoolExecutor
 
@@ -136,12 +162,15 @@ def run_trials(root: Path, assignment: str, workdir: Path, only: list[str] | Non
     workers = max(1, min(workers or os.cpu_count() or 1, len(students)))
     names = list(students)
     shares = [{n: students[n] for n in names[i::workers]} for i in range(workers)]
+    seed = run_seed()
+    references = reference_of(root, assignment)
     if workers == 1:
-        return _grade_share(str(root), assignment, str(Path(workdir) / "w0"), shares[0])
+        return _grade_share(str(root), assignment, str(Path(workdir) / "w0"), shares[0], references, seed)
     out: dict[str, TrialResult] = {}
     # spawn, not fork: the parent may already run JAX's threads.
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [pool.submit(_grade_share, str(root), assignment, str(Path(workdir) / f"w{i}"), share)
+        futures = [pool.submit(_grade_share, str(root), assignment, str(Path(workdir) / f"w{i}"), share,
+                               references, seed)
                    for i, share in enumerate(shares)]
         for future in futures:
             out.update(future.result())

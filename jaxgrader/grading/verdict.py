@@ -133,7 +133,11 @@ def parse_report(payload) -> dict:
     """One reported value -> {name, rule, rtol, atol, bound, value}; ReportError if unusable."""
     if not isinstance(payload, dict):
         raise ReportError("not a report")
-    if len(json.dumps(payload)) > MAX_REPORT_BYTES:
+    try:
+        size = len(json.dumps(payload))
+    except (RecursionError, TypeError, ValueError):
+        raise ReportError("a report that is not plain JSON or is nested too deeply") from None
+    if size > MAX_REPORT_BYTES:
         raise ReportError(f"a report larger than {MAX_REPORT_BYTES} bytes")
     name, rule = payload.get("name"), payload.get("rule")
     if not isinstance(name, str) or not name or len(name) > 200:
@@ -149,22 +153,15 @@ def parse_report(payload) -> dict:
     return {"name": name, "rule": rule, **numbers, "value": _decode(payload.get("value"), [MAX_NODES])}
 
 
-def parse_reports(outputs) -> tuple[dict[str, list[dict]], list[str]]:
-    """The reports in one cell's outputs: name -> [reports], plus problems found.
-
-    This is the only place the grader reads values produced by a kernel.
-    """
-    reports: dict[str, list[dict]] = {}
-    problems: list[str] = []
-    count = 0
+def _payloads(outputs) -> tuple[list, list[str]]:
+    found, problems = [], []
     for output in outputs or []:
         if output.get("output_type") not in ("display_data", "execute_result"):
             continue
         data = output.get("data") or {}
         if MIME not in data:
             continue
-        count += 1
-        if count > MAX_CELL_REPORTS:
+        if len(found) >= MAX_CELL_REPORTS:
             problems.append(f"more than {MAX_CELL_REPORTS} reports in one cell")
             break
         payload = data[MIME]
@@ -174,6 +171,18 @@ def parse_reports(outputs) -> tuple[dict[str, list[dict]], list[str]]:
             except ValueError:
                 problems.append("a report that is not JSON")
                 continue
+        found.append(payload)
+    return found, problems
+
+
+def parse_reports(outputs) -> tuple[dict[str, list[dict]], list[str]]:
+    """The reports in one cell's outputs: name -> [reports], plus problems found.
+
+    This is the only place the grader reads values produced by a kernel.
+    """
+    reports: dict[str, list[dict]] = {}
+    payloads, problems = _payloads(outputs)
+    for payload in payloads:
         try:
             parsed = parse_report(payload)
         except ReportError as exc:
@@ -287,7 +296,10 @@ _reference_lock = threading.Lock()
 
 
 def reference_reports(source_path: Path, config, seed: int | None = None) -> dict[str, list[dict]]:
-    """grade_id -> parsed reports of the instructor's notebook, run with the run's seed.
+    """grade_id -> reports (as sent, JSON-able) of the instructor's notebook, run with the run's seed.
+
+    JSON-able so that a coordinator can compute them once and hand them to every
+    grading task (``c.Verdict.references``); :class:`Verdict` parses them.
 
     Runs in a kernel started the way student kernels are (the configured
     kernel manager, so sandboxed), once per notebook content and seed per process.
@@ -312,13 +324,18 @@ def reference_reports(source_path: Path, config, seed: int | None = None) -> dic
             if errors:
                 raise ReferenceError(f"{source_path}: test {meta.get('grade_id')} fails on the instructor's "
                                      f"solution: {errors[0].get('ename')}: {str(errors[0].get('evalue'))[:200]}")
-            reports, problems = parse_reports(cell.get("outputs", []))
+            payloads, problems = _payloads(cell.get("outputs", []))
+            reports, parse_problems = parse_reports(cell.get("outputs", []))
+            problems += parse_problems
             if problems:
                 raise ReferenceError(f"{source_path}: test {meta.get('grade_id')}: {problems[0]}")
             duplicated = [name for name, got in reports.items() if len(got) > 1]
             if duplicated:
                 raise ReferenceError(f"{source_path}: test {meta.get('grade_id')} reports {duplicated[0]!r} twice")
-            result[meta["grade_id"]] = [got[0] for got in reports.values()]
+            if not payloads:
+                raise ReferenceError(f"{source_path}: test {meta.get('grade_id')} reports nothing: "
+                                     "nothing for the grader to compare")
+            result[meta["grade_id"]] = payloads
         _reference_cache[cache_key] = result
         return result
 
@@ -376,10 +393,22 @@ _KNOWN_ERRORS = {
 }
 
 
-def _stream(text: str):
+def _summary(text: str, parts: list[dict]):
+    """The grader's line, with every part's result in the output's metadata (for records)."""
     from nbformat import NotebookNode
 
-    return NotebookNode(output_type="stream", name="stdout", text=text)
+    return NotebookNode(output_type="display_data", data={"text/plain": text},
+                        metadata={"jaxgrader": {"parts": parts}})
+
+
+def parts_of(cell) -> list[dict]:
+    """The parts the verdict recorded in a judged test cell (empty if none)."""
+    for output in cell.get("outputs", []):
+        meta = output.get("metadata", {}) if output.get("output_type") == "display_data" else {}
+        parts = meta.get("jaxgrader", {}).get("parts") if isinstance(meta, dict) else None
+        if isinstance(parts, list):
+            return parts
+    return []
 
 
 def _error(message: str):
@@ -411,10 +440,13 @@ class Verdict(NbGraderPreprocessor):
         info = resources.get("nbgrader", {})
         notebook = info.get("notebook")
         if notebook in self.references:
-            return {gid: [parse_report(r) for r in reps] for gid, reps in self.references[notebook].items()}
-        coursedir = CourseDirectory(config=self.config)
-        source = Path(coursedir.format_path(coursedir.source_directory, ".", info["assignment"])) / f"{notebook}.ipynb"
-        return reference_reports(source, self.config)
+            payloads = self.references[notebook]
+        else:
+            coursedir = CourseDirectory(config=self.config)
+            source = (Path(coursedir.format_path(coursedir.source_directory, ".", info["assignment"]))
+                      / f"{notebook}.ipynb")
+            payloads = reference_reports(source, self.config)
+        return {gid: [parse_report(r) for r in reps] for gid, reps in payloads.items()}
 
     def preprocess_cell(self, cell, resources, index):
         meta = cell.get("metadata", {}).get("nbgrader", {})
@@ -425,7 +457,7 @@ class Verdict(NbGraderPreprocessor):
         self._parts[gid] = parts
         failed = [p for p in parts if not p["passed"]]
         if not failed:
-            cell.outputs = [_stream(PASS_LINE.format(n=len(parts), s="" if len(parts) == 1 else "s") + "\n")]
+            cell.outputs = [_summary(PASS_LINE.format(n=len(parts), s="" if len(parts) == 1 else "s"), parts)]
             return cell, resources
         stopped = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
         lines = [f"{p['name']}: {p['message']}" for p in failed[: self.max_failed_parts_shown]]
@@ -433,5 +465,7 @@ class Verdict(NbGraderPreprocessor):
             lines.append(f"... and {len(failed) - self.max_failed_parts_shown} more")
         if stopped is not None:
             lines.insert(0, _visible_message(cell, stopped))
-        cell.outputs = [_error("; ".join(lines))]
+        passed = len(parts) - len(failed)
+        cell.outputs = [_summary(f"failed: {len(failed)} of {len(parts)} checks ({passed} passed)", parts),
+                        _error("; ".join(lines))]
         return cell, resources

@@ -1,0 +1,114 @@
+"""The verdict's parser and comparisons, without kernels: what a kernel sends is data, checked here."""
+
+from __future__ import annotations
+
+import json
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxgrader.checks.report import MIME, encode
+from jaxgrader.grading.verdict import ReportError, compare, judge_cell, parse_report, parse_reports
+
+
+def output(name, value, rule="close", **kw):
+    payload = {"name": name, "rule": rule, "rtol": kw.get("rtol", 1e-5), "atol": kw.get("atol", 1e-6),
+               "bound": kw.get("bound"), "value": encode(value)}
+    return {"output_type": "display_data", "data": {MIME: payload}, "metadata": {}}
+
+
+def ref(name, value, rule="close", **kw):
+    return parse_report(output(name, value, rule, **kw)["data"][MIME])
+
+
+def judge(student_outputs, reference):
+    return {p["name"]: p for p in judge_cell(student_outputs, reference)}
+
+
+def test_pytrees_round_trip_through_the_encoding():
+    tree = [{"W": jnp.ones((2, 3)), "b": np.arange(3, dtype=np.int32)}, (1, 2.5, True, None, "x"),
+            {"key": jnp.float32(2.0), "nan": float("nan")}]
+    parsed = parse_report(output("t", tree)["data"][MIME])["value"]
+    assert np.array_equal(parsed[0]["W"], np.ones((2, 3))) and parsed[0]["b"].dtype == np.int32
+    assert parsed[1] == [1, 2.5, True, None, "x"]
+    assert np.isnan(parsed[2]["nan"])
+
+
+def test_close_values_pass_and_wrong_ones_name_the_leaf():
+    reference = [ref("grads", [{"W": np.ones((2, 2)), "b": np.zeros(2)}])]
+    assert judge([output("grads", [{"W": np.ones((2, 2)) + 1e-7, "b": np.zeros(2)}])], reference)["grads"]["passed"]
+    bad = judge([output("grads", [{"W": np.ones((2, 2)), "b": np.full(2, 0.5)}])], reference)["grads"]
+    assert not bad["passed"] and "[0]['b']" in bad["message"]
+
+
+@pytest.mark.parametrize("student", [
+    np.ones(3),                      # wrong shape
+    {"V": np.ones((2, 2))},          # wrong structure
+    [np.ones((2, 2))],               # list vs dict
+    "np.ones((2, 2))",               # a string
+    np.ones((2, 2), dtype=bool),     # booleans
+    np.full((2, 2), np.nan),         # nan
+])
+def test_plausible_wrong_values_fail(student):
+    reference = [ref("x", {"W": np.ones((2, 2))})]
+    assert not judge([output("x", student)], reference)["x"]["passed"]
+
+
+def test_missing_and_duplicated_reports_fail():
+    reference = [ref("a", 1.0), ref("b", 2.0)]
+    parts = judge([output("a", 1.0)], reference)
+    assert parts["a"]["passed"] and not parts["b"]["passed"]
+    parts = judge([output("a", 1.0), output("a", 1.0), output("b", 2.0)], reference)
+    assert not parts["a"]["passed"] and "more than once" in parts["a"]["message"]
+
+
+def test_rules_and_tolerances_come_from_the_reference_not_the_student():
+    reference = [ref("x", np.ones(3), rtol=1e-6, atol=0.0)]
+    forged = output("x", np.ones(3) * 2, rule="true", rtol=10.0, atol=10.0)
+    assert not judge([forged], reference)["x"]["passed"]
+    reference = [ref("compiles", 1, rule="at_most", bound=1)]
+    assert judge([output("compiles", 1, rule="at_most", bound=1)], reference)["compiles"]["passed"]
+    assert not judge([output("compiles", 3, rule="at_most", bound=99)], reference)["compiles"]["passed"]
+    reference = [ref("fact", True, rule="true")]
+    assert not judge([output("fact", 1, rule="true")], reference)["fact"]["passed"]
+    assert not judge([output("fact", "True", rule="true")], reference)["fact"]["passed"]
+
+
+def test_a_cell_without_reference_scores_nothing():
+    assert not judge_cell([output("x", 1.0)], [])[0]["passed"]
+
+
+@pytest.mark.parametrize("payload, why", [
+    ({"name": "x", "rule": "close", "value": {"$list": [{"$list": []}]}}, None),
+    ({"name": "x", "rule": "sudo", "value": 1}, "unknown rule"),
+    ({"name": "", "rule": "close", "value": 1}, "name"),
+    ({"name": "x", "rule": "close", "rtol": "1e9", "value": 1}, "rtol"),
+    ({"name": "x", "rule": "close", "value": {"$array": {"dtype": "O", "shape": [1], "data": ""}}}, "malformed"),
+    ({"name": "x", "rule": "close", "value": {"$array": {"dtype": "f4", "shape": [1000], "data": "AAAA"}}},
+     "does not match"),
+    ({"name": "x", "rule": "close", "value": {"$array": {"dtype": "f4", "shape": [10**9], "data": ""}}}, "more than"),
+    ({"name": "x", "rule": "close", "value": {"$eval": "__import__('os')"}}, "malformed"),
+])
+def test_the_parser_refuses_what_it_cannot_use(payload, why):
+    if why is None:
+        parse_report(payload)
+        return
+    with pytest.raises(ReportError, match=why):
+        parse_report(payload)
+
+
+def test_deep_and_huge_reports_are_refused_without_crashing():
+    deep = 1.0
+    for _ in range(5000):
+        deep = {"$list": [deep]}
+    reports, problems = parse_reports([{"output_type": "display_data", "data": {MIME: json.loads(
+        json.dumps({"name": "x", "rule": "close", "value": {"$list": []}}))}}] +
+        [{"output_type": "display_data", "data": {MIME: {"name": "y", "rule": "close", "value": deep}}}])
+    assert "x" in reports and problems
+    huge = {"name": "z", "rule": "close", "value": "a" * (5 * 2**20)}
+    reports, problems = parse_reports([{"output_type": "display_data", "data": {MIME: huge}}])
+    assert not reports and problems
+    many = [output(f"n{i}", 1.0) for i in range(500)]
+    reports, problems = parse_reports(many)
+    assert len(reports) == 200 and problems
