@@ -112,3 +112,32 @@ def test_deep_and_huge_reports_are_refused_without_crashing():
     many = [output(f"n{i}", 1.0) for i in range(500)]
     reports, problems = parse_reports(many)
     assert len(reports) == 200 and problems
+
+
+def _imports(path):
+    import ast
+
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            yield ("." * node.level) + (node.module or "")
+
+
+def test_the_package_is_split_along_the_trust_boundary():
+    """grading/ never imports checks/ (kernel code) and checks/ never imports grading/."""
+    from pathlib import Path
+
+    import jaxgrader
+    from jaxgrader.checks import report
+    from jaxgrader.grading import verdict
+
+    package = Path(jaxgrader.__file__).parent
+    for path in (package / "grading").glob("*.py"):
+        bad = [m for m in _imports(path) if "checks" in m]
+        assert not bad, f"{path.name} imports kernel-side code: {bad}"
+    for path in (package / "checks").glob("*.py"):
+        bad = [m for m in _imports(path) if "grading" in m]
+        assert not bad, f"{path.name} imports grader code: {bad}"
+    assert report.MIME == verdict.MIME and report.RULES == verdict.RULES

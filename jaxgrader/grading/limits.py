@@ -26,6 +26,7 @@ from nbclient.exceptions import DeadKernelError
 from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Float, Integer
+from traitlets.utils.importstring import import_item
 
 from .seed import run_seed
 
@@ -103,6 +104,16 @@ class LimitedExecute(Execute):
     max_output_mb = Float(
         8, help="Outputs (MiB) kept per notebook, a tenth of that per cell; later outputs are dropped with a note."
     ).tag(config=True)
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        # nbgrader's Execute passes kernel_manager_class as a keyword, which beats the
+        # config: apply the configured one (the sandbox) explicitly.
+        for section in ("LimitedExecute", "Execute"):
+            name = self.config.get(section, {}).get("kernel_manager_class")
+            if name:
+                self.kernel_manager_class = import_item(name) if isinstance(name, str) else name
+                break
 
     def process_message(self, msg, cell, cell_index):
         if msg.get("msg_type") in OUTPUT_MESSAGES:

@@ -1,0 +1,431 @@
+"""Every autograding kernel runs in a bubblewrap sandbox.
+
+Why: the kernel executes the student's code. Under nbgrader's defaults that code
+runs with the teacher's permissions, so it could read the gradebook, the
+solutions and hidden tests, rewrite other students' submissions or the course
+config, reach the network, leave processes running after grading, and see or
+signal the grader. Points come from the outputs the kernel produces, so nothing
+the kernel can reach may influence grading.
+
+Selected in ``nbgrader_config.py``::
+
+    c.LimitedExecute.kernel_manager_class = "jaxgrader.grading.sandbox.SandboxedKernelManager"
+
+What the kernel sees: the system (``/usr``, ``/etc``, read-only), the Python
+environment it imports from (the interpreter, the venv, the ``jaxgrader``
+package, as the interpreter itself reports them: read-only, each bound on
+its own so that a venv inside the course directory does not expose the course), a fresh scratch directory (its only
+writable place: cwd, HOME, TMPDIR, IPython and Jupyter dirs), small private
+tmpfs ``/tmp`` and ``/dev/shm``, its own ``/proc`` and a minimal ``/dev``. It
+has no network (own network namespace), its own PID namespace (it sees only
+its own processes; all of them die with it), a cleared environment, resource
+limits (``prlimit``) and, when the grader is root, uid 65534 ("nobody").
+
+It talks to the grader over ZeroMQ ``ipc`` sockets in a per-kernel directory
+(mode 0700, owned by the kernel's uid) bound at the same path; TCP on
+127.0.0.1 would not cross the network namespace, and only this kernel and the
+grader can open these sockets.
+
+When the grader runs as root, bubblewrap runs as root *without* a user
+namespace (only root can reach e.g. a pyenv Python under ``/root``, mode 0700,
+to bind it; so the namespaces are listed one by one instead of
+``--unshare-all``, which would add a user namespace mapping the kernel to host
+root) and ``setpriv`` drops the kernel to uid/gid 65534 with no capabilities
+inside the sandbox. A grader that is not root runs bubblewrap unprivileged in a
+user namespace (``--unshare-user --disable-userns``); the kernel keeps the
+grader's uid but sees only what is bound.
+
+``isolation = "none"`` (``jaxgrader grade --unsandboxed``) starts the kernel
+unsandboxed but still with the clean environment, the fresh scratch directory
+and the limits.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import weakref
+from pathlib import Path
+
+from jupyter_client.manager import AsyncKernelManager
+from traitlets import Enum, Integer, List, Unicode, default
+
+KERNEL_UID = 0  # 0: each kernel gets a uid of its own from FIRST_KERNEL_UID up (when the grader is root)
+FIRST_KERNEL_UID, KERNEL_UIDS = 1_000_000, 1_000_000
+_next_uid = [0]
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+# Bound read-only (or re-created as the host's symlinks on merged-/usr systems).
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+# Mount points the sandbox creates itself: never re-create or chmod them as bind parents.
+SANDBOX_MOUNTS = ("/", "/tmp", "/dev", "/proc")
+DIR_PREFIX = "jaxgrader-kernel-"
+# What nbgrader keeps in a course directory; never shown, even where the venv lives in the course.
+COURSE_ITEMS = ("source", "release", "submitted", "autograded", "feedback", "gradebook.db", "nbgrader_config.py")
+
+
+def _within(path: str, parent: str) -> bool:
+    return path == parent or path.startswith(parent.rstrip("/") + "/")
+
+
+def _seed() -> str:
+    """The grading run's seed for hidden tests (jaxgrader.grading.seed), as a string."""
+    try:
+        from jaxgrader.grading.seed import run_seed
+    except ImportError:
+        return os.environ.get("JAXGRADER_SEED", "0")
+    return str(run_seed())
+
+
+# A Python kernel imports from its prefixes, sys.path and, for setuptools' editable
+# installs (`pip install -e .`: jaxgrader), from paths a meta-path finder maps.
+_ROOTS_SCRIPT = """
+import json, sys
+paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *sys.path]
+for finder in sys.meta_path:
+    module = sys.modules.get(getattr(finder, "__module__", None) or "")
+    paths += [p for p in getattr(module, "MAPPING", {}).values() if isinstance(p, str)]
+print(json.dumps(paths))
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def python_roots(python: str) -> tuple[str, ...]:
+    """Directories the interpreter ``python`` imports from, asked from the interpreter itself.
+
+    Asked (once per process) rather than taken from the grader's own sys.path,
+    which holds the grader's cwd and whatever pytest or nbgrader added.
+    """
+    out = subprocess.run([python, "-c", _ROOTS_SCRIPT], cwd="/", capture_output=True, text=True,
+                         env={"PATH": SYSTEM_PATH, "HOME": "/nonexistent"}, check=True, timeout=60).stdout
+    paths = {os.path.realpath(python), *json.loads(out.strip().splitlines()[-1])}
+    return tuple(sorted(p for p in paths if p and os.path.isabs(p) and os.path.exists(p)))
+
+
+def _forms(path: str) -> set[str]:
+    return {os.path.abspath(path), os.path.realpath(path)}
+
+
+def read_only_paths(paths, *, roots=(), secret=()) -> tuple[list[str], list[str]]:
+    """Which of ``paths`` to bind read-only: (kept, refused).
+
+    Kept: existing paths outside the system dirs, none inside another. Refused:
+    a path that holds one of ``roots`` (the course directory: a venv inside the
+    course is fine, the course itself is not), that holds or lies in one of
+    ``secret`` (source/, submissions, the gradebook, the notebook's directory),
+    or that looks like a course itself (e.g. a copy graded elsewhere).
+    """
+    roots = {f for p in roots for f in _forms(p)}
+    secret = {f for p in secret for f in _forms(p)}
+    keep, refused = [], []
+    for path in sorted({f for p in paths for f in _forms(p)}, key=lambda p: (p.count("/"), p)):
+        if not os.path.exists(path) or any(_within(path, s) for s in SYSTEM_DIRS):
+            continue
+        if (any(_within(q, path) for q in roots | secret) or any(_within(path, q) for q in secret)
+                or any(os.path.exists(os.path.join(path, item)) for item in ("nbgrader_config.py", "gradebook.db"))):
+            refused.append(path)
+        elif not any(_within(path, k) for k in keep):
+            keep.append(path)
+    return keep, refused
+
+
+def sandbox_command(kernel_cmd: list[str], *, env: dict[str, str], ro: list[str], rw: list[str],
+                    dev: list[str] = (), chdir: str = "/", tmpfs_mb: int = 256, as_root: bool = True,
+                    uid: int = 65534, files=()) -> list[str]:
+    """The bubblewrap command line that runs ``kernel_cmd`` (see the module docstring)."""
+    args = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session",
+            "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--hostname", "jaxgrader"]
+    if not as_root:  # unprivileged bwrap needs a user namespace; forbid nested ones
+        args += ["--unshare-user", "--disable-userns"]
+    for d in SYSTEM_DIRS:
+        if os.path.islink(d):
+            args += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            args += ["--ro-bind", d, d]
+    size = str(tmpfs_mb * 2**20)
+    args += ["--proc", "/proc", "--dev", "/dev",
+             "--perms", "1777", "--size", size, "--tmpfs", "/tmp",
+             "--perms", "1777", "--size", size, "--tmpfs", "/dev/shm"]
+    # Parents of bind targets: world-searchable (bwrap would copy e.g. /root's 0700).
+    parents = sorted({str(p) for path in [*ro, *rw] for p in Path(path).parents
+                      if str(p) not in SANDBOX_MOUNTS and not any(_within(str(p), s) for s in SYSTEM_DIRS)},
+                     key=lambda p: p.count("/"))
+    for p in parents:
+        args += ["--perms", "0755", "--dir", p]
+    for p in ro:
+        args += ["--ro-bind", os.path.realpath(p), p]
+    for p in rw:
+        args += ["--bind", p, p]
+    for p in dev:
+        args += ["--dev-bind", p, p]
+    for source, target in files:  # single files over system ones, e.g. an /etc/passwd naming the kernel's uid
+        args += ["--ro-bind", source, target]
+    args += ["--chdir", chdir, "--clearenv"]
+    for name, value in env.items():
+        args += ["--setenv", name, value]
+    args.append("--")
+    if as_root:  # bwrap needed root to mount; the kernel gets none of it
+        args += [shutil.which("setpriv") or "setpriv", f"--reuid={uid}", f"--regid={uid}",
+                 "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--"]
+    return args + list(kernel_cmd)
+
+
+def limits_command(*, nproc: int, fsize_mb: int, cpu_s: int, as_mb: int) -> list[str]:
+    """``prlimit`` prefix: soft = hard limits, inherited by the sandbox and everything in it (0 = unlimited)."""
+    cmd = [shutil.which("prlimit") or "prlimit"]
+    for flag, value in (("nproc", nproc), ("fsize", fsize_mb * 2**20), ("cpu", cpu_s), ("as", as_mb * 2**20)):
+        if value > 0:
+            cmd.append(f"--{flag}={value}")
+    return cmd + ["--"]
+
+
+def _diagnose(error: str) -> str:
+    """One line saying why bubblewrap failed, with what the teacher can do."""
+    if "Unknown option" in error:
+        return f"bubblewrap is too old ({error}): jaxgrader needs bubblewrap 0.8 or newer (Debian 12's)"
+    if not any(s in error for s in ("not permitted", "Permission denied", "No permissions", "namespace")):
+        return f"bubblewrap failed: {error}"
+    seccomp = "\nSeccomp:\t2" in Path("/proc/self/status").read_text()
+    if seccomp or any(os.path.exists(p) for p in ("/.dockerenv", "/run/.containerenv")):
+        return (f"bubblewrap cannot create its namespaces here ({error}): this looks like a container, and "
+                "Docker's default seccomp profile (and, for a root grader, the missing CAP_SYS_ADMIN) blocks "
+                "bubblewrap (bubblewrap issue #505); grade outside the container or relax its seccomp profile")
+
+    def sysctl(name: str) -> str:
+        try:
+            return Path("/proc/sys", name).read_text().strip()
+        except OSError:
+            return ""
+    if os.geteuid() != 0 and (sysctl("user/max_user_namespaces") == "0"
+                              or sysctl("kernel/unprivileged_userns_clone") == "0"
+                              or sysctl("kernel/apparmor_restrict_unprivileged_userns") == "1"):
+        return (f"bubblewrap cannot create a user namespace ({error}): unprivileged user namespaces are "
+                "disabled on this machine (sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone "
+                "or kernel.apparmor_restrict_unprivileged_userns)")
+    return f"bubblewrap failed: {error}"
+
+
+@functools.lru_cache(maxsize=None)
+def check_sandbox() -> str:
+    """'' if a sandboxed command runs on this machine (tried once per process), else one line why not."""
+    if not shutil.which("bwrap"):
+        return "bubblewrap (bwrap) is not installed: install the Debian package bubblewrap"
+    for tool in ("prlimit", "setpriv"):
+        if not shutil.which(tool):
+            return f"{tool} is missing: install the Debian package util-linux"
+    with tempfile.TemporaryDirectory(prefix="jaxgrader-check-") as tmp:
+        os.chmod(tmp, 0o755)
+        cmd = limits_command(nproc=0, fsize_mb=1, cpu_s=10, as_mb=0) + sandbox_command(
+            ["true"], env={"PATH": SYSTEM_PATH}, ro=[], rw=[tmp], chdir=tmp, as_root=os.geteuid() == 0)
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd="/",
+                                  env={"PATH": SYSTEM_PATH})
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return f"bubblewrap could not run: {e}"
+    if proc.returncode == 0:
+        return ""
+    return _diagnose((proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1])
+
+
+def isolation_of(km) -> str:
+    """The isolation a kernel manager gives its kernel: 'bubblewrap' or 'none' (any other manager)."""
+    return getattr(km, "isolation_used", "none")
+
+
+def _remove_tree(path: str) -> None:
+    """Delete a kernel directory, including what the student made unreadable (chmod 000)."""
+    if not os.path.lexists(path):
+        return
+    if os.geteuid() != 0:
+        subprocess.run(["chmod", "-R", "u+rwX", path], stderr=subprocess.DEVNULL, check=False)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _sweep_stale_dirs(base: Path) -> None:
+    """Delete kernel directories of grader processes that died without cleaning up (SIGKILL)."""
+    for d in base.glob(DIR_PREFIX + "*"):
+        try:
+            pid = int(d.name[len(DIR_PREFIX):].split("-")[0])
+            if d.lstat().st_uid != os.geteuid():
+                continue
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            _remove_tree(str(d))
+        except (ValueError, OSError):
+            continue
+
+
+class SandboxedKernelManager(AsyncKernelManager):
+    """An AsyncKernelManager whose kernels run sandboxed (bubblewrap) with a fresh scratch directory.
+
+    Start kernels from a thread that outlives them: ``--die-with-parent`` follows
+    the thread that launched bwrap (PR_SET_PDEATHSIG), not the process.
+    """
+
+    isolation = Enum(["bubblewrap", "none"], default_value="bubblewrap",
+                     help="'bubblewrap', or 'none' to grade unsandboxed (still clean env, fresh dirs, limits)."
+                     ).tag(config=True)
+    kernel_uid = Integer(KERNEL_UID, help="uid and gid of the kernel when the grader is root; 0 (default): a "
+                         "fresh unused uid per kernel, so that RLIMIT_NPROC, which counts per uid on the whole "
+                         "host, is each kernel's own: one submission's fork bomb cannot starve the kernels "
+                         "graded beside it. The sandbox's /etc/passwd names it 'student'.").tag(config=True)
+    max_processes = Integer(help="RLIMIT_NPROC (0: unlimited). Counts threads, and every process of the "
+                            "kernel's uid on the host: all kernels running at once share it.").tag(config=True)
+    max_file_size_mb = Integer(256, help="RLIMIT_FSIZE: largest file the kernel may write (0: unlimited)."
+                               ).tag(config=True)
+    cpu_time_s = Integer(3600, help="RLIMIT_CPU: CPU seconds per kernel process, summed over its threads "
+                         "(0: unlimited).").tag(config=True)
+    address_space_mb = Integer(0, help="RLIMIT_AS per kernel process (0: unlimited). JAX needs ~1.6 GiB of "
+                               "address space to start and XLA aborts (std::bad_alloc) when it runs out; the "
+                               "memory watchdog (LimitedExecute.memory_limit_mb) limits resident memory."
+                               ).tag(config=True)
+    tmpfs_mb = Integer(256, help="Size of the sandbox's /tmp and of its /dev/shm: RAM that the memory "
+                       "watchdog does not count.").tag(config=True)
+    extra_ro_binds = List(Unicode(), help="More host paths to show read-only inside the sandbox (never one "
+                          "holding the course directory).").tag(config=True)
+    extra_dev_binds = List(Unicode(), help="Devices to pass in, e.g. /dev/nvidia0, /dev/nvidiactl, "
+                           "/dev/nvidia-uvm (missing ones are skipped).").tag(config=True)
+    pass_env = List(Unicode(), ["NBGRADER_EXECUTION", "JAX_PLATFORMS"],
+                    help="Variables passed on from the grader's environment when set; nothing else is "
+                    "(besides the kernelspec's own env).").tag(config=True)
+
+    @default("max_processes")
+    def _default_max_processes(self) -> int:
+        return max(512, 32 * (os.cpu_count() or 1))  # XLA starts thread pools sized to the CPU count
+
+    _kernel_dir: str | None = None
+    _finalizer = None
+
+    @property
+    def isolation_used(self) -> str:
+        """What this manager gives its kernels; it never falls back to 'none' on its own."""
+        return self.isolation
+
+    @property
+    def scratch_dir(self) -> str | None:
+        """The kernel's writable directory (cwd, HOME) while it runs."""
+        return os.path.join(self._kernel_dir, "scratch") if self._kernel_dir else None
+
+    def _sandboxed_as_root(self) -> bool:
+        return self.isolation == "bubblewrap" and os.geteuid() == 0
+
+    _uid: int | None = None
+
+    def _kernel_uid(self) -> int:
+        if not self._sandboxed_as_root():
+            return os.geteuid()
+        if self._uid is None:
+            if self.kernel_uid:
+                self._uid = self.kernel_uid
+            else:  # distinct per grading process and kernel: pid and a counter
+                _next_uid[0] += 1
+                self._uid = FIRST_KERNEL_UID + (os.getpid() * 64 + _next_uid[0]) % KERNEL_UIDS
+        return self._uid
+
+    def _identity_files(self) -> list[tuple[str, str]]:
+        """/etc/passwd and /etc/group naming the kernel's uid, bound over the host's (read-only)."""
+        uid, files = self._kernel_uid(), []
+        for name, line in (("passwd", f"student:x:{uid}:{uid}:student:/tmp:/bin/sh\n"),
+                           ("group", f"student:x:{uid}:\n")):
+            host = Path("/etc", name)
+            text = host.read_text() if host.exists() else ""
+            path = os.path.join(self._kernel_dir, name)
+            Path(path).write_text(text + ("" if text.endswith("\n") or not text else "\n") + line)
+            os.chmod(path, 0o644)
+            files.append((path, str(host)))
+        return files
+
+    def _make_kernel_dir(self) -> None:
+        base = Path(tempfile.gettempdir())
+        _sweep_stale_dirs(base)
+        root = tempfile.mkdtemp(prefix=f"{DIR_PREFIX}{os.getpid()}-", dir=base)
+        self._kernel_dir = root
+        self._finalizer = weakref.finalize(self, _remove_tree, root)
+        uid = self._kernel_uid()
+        for sub in ("scratch", "scratch/tmp", "ipc"):
+            os.mkdir(os.path.join(root, sub), 0o700)
+            if uid != os.geteuid():
+                os.chown(os.path.join(root, sub), uid, uid)
+
+    def _kernel_env(self, scratch: str, python_bin: str, spec_env: dict) -> dict[str, str]:
+        env = {name: spec_env[name] for name in (self.kernel_spec.env if self.kernel_spec else {}) if name in spec_env}
+        env.update({name: os.environ[name] for name in self.pass_env if name in os.environ})
+        env.update({
+            "PATH": f"{python_bin}:{SYSTEM_PATH}",
+            "HOME": scratch,
+            "TMPDIR": os.path.join(scratch, "tmp"),
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "IPYTHONDIR": os.path.join(scratch, ".ipython"),
+            "JUPYTER_CONFIG_DIR": os.path.join(scratch, ".jupyter"),
+            "JUPYTER_DATA_DIR": os.path.join(scratch, ".local/share/jupyter"),
+            "JUPYTER_RUNTIME_DIR": os.path.join(scratch, ".local/share/jupyter/runtime"),
+            "MPLCONFIGDIR": os.path.join(scratch, ".config/matplotlib"),
+            "MPLBACKEND": "Agg",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "JAXGRADER_SEED": _seed(),
+        })
+        return env
+
+    def _course_paths(self, notebook_dir: str | None) -> tuple[list[str], list[str]]:
+        """(roots, secret) for read_only_paths: the course directory from config and the grader's cwd
+        (nbgrader runs in the course), with what nbgrader keeps in them, and the notebook's directory."""
+        course = (self.config.get("CourseDirectory", {}) if self.config else {}).get("root")
+        roots = [p for p in (course, os.getcwd()) if p]
+        secret = [os.path.join(r, item) for r in roots for item in COURSE_ITEMS]
+        return roots, secret + ([notebook_dir] if notebook_dir else [])
+
+    async def _async_pre_start_kernel(self, **kw):
+        """Put the connection in a private ipc directory and wrap the kernel command in the sandbox."""
+        if self.isolation == "bubblewrap" and (reason := check_sandbox()):
+            raise RuntimeError(f"cannot sandbox the grading kernel: {reason} "
+                               "(to grade without a sandbox: jaxgrader grade --unsandboxed)")
+        notebook_dir = kw.pop("cwd", None)  # nbgrader's autograded/<student>/<assignment>: not shown
+        if self._kernel_dir is None or not os.path.isdir(self._kernel_dir):
+            self._make_kernel_dir()
+        scratch, ipc = os.path.join(self._kernel_dir, "scratch"), os.path.join(self._kernel_dir, "ipc")
+        self.transport, self.cache_ports = "ipc", False
+        self.ip = os.path.join(ipc, "k")
+        self.connection_file = os.path.join(ipc, "kernel.json")
+        if self.kernel_spec is not None:
+            # Signals would reach bwrap, not the kernel (own session and PID namespace).
+            self.kernel_spec.interrupt_mode = "message"
+
+        cmd, kw = await super()._async_pre_start_kernel(**kw)
+        env = self._kernel_env(scratch, os.path.dirname(cmd[0]), kw.get("env", {}))
+        limits = limits_command(nproc=self.max_processes, fsize_mb=self.max_file_size_mb,
+                                cpu_s=self.cpu_time_s, as_mb=self.address_space_mb)
+        if self.isolation == "none":  # jupyter_client adds JPY_PARENT_PID: the kernel dies with the grader
+            return limits + cmd, {**kw, "env": env, "cwd": scratch}
+        env["JPY_PARENT_PID"] = "1"  # its parent is bwrap's PID 1; also keeps ipykernel's console banner off
+        roots, secret = self._course_paths(notebook_dir)
+        ro, refused = read_only_paths([*python_roots(cmd[0]), *self.extra_ro_binds], roots=roots, secret=secret)
+        for path in refused:
+            self.log.warning("sandbox: not showing %s to the kernel: it would expose the course directory", path)
+        sandbox = sandbox_command(cmd, env=env, ro=ro, rw=[scratch, ipc],
+                                  dev=[d for d in self.extra_dev_binds if os.path.exists(d)],
+                                  chdir=scratch, tmpfs_mb=self.tmpfs_mb, as_root=self._sandboxed_as_root(),
+                                  uid=self._kernel_uid(),
+                                  files=self._identity_files() if self._sandboxed_as_root() else ())
+        return limits + sandbox, {**kw, "env": {"PATH": SYSTEM_PATH}, "cwd": "/"}
+
+    pre_start_kernel = _async_pre_start_kernel
+
+    def write_connection_file(self, **kwargs) -> None:
+        """Written by the grader, read by the kernel's uid."""
+        super().write_connection_file(**kwargs)
+        if self._kernel_dir and self._kernel_uid() != os.geteuid():
+            os.chown(self.connection_file, self._kernel_uid(), self._kernel_uid())
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        """After shutdown: delete the scratch and ipc directories (the PID namespace took the processes)."""
+        await super()._async_cleanup_resources(restart=restart)
+        if not restart and self._finalizer is not None:
+            self._finalizer()
+            self._kernel_dir = self._finalizer = None
+
+    cleanup_resources = _async_cleanup_resources
