@@ -7,10 +7,17 @@ Read by nbgrader's own apps (`nbgrader generate_assignment lesson1`) and by the
 c = get_config()  # noqa: F821  (nbgrader injects get_config)
 
 c.CourseDirectory.course_id = "jax-from-first-principles"
-# The gradebook: by default SQLite in <course>/gradebook.db (one grader on local
-# disk; `jaxgrader grade` runs its parallel workers against a copy of it). For
-# several graders at once use PostgreSQL (needs psycopg2), e.g.:
-# c.CourseDirectory.db_url = "postgresql://grader@localhost/gradebook"
+# The gradebook: by default SQLite in <course>/gradebook.db. `jaxgrader grade` is its
+# only writer: grading tasks return records and the coordinator writes each one, in one
+# transaction, as it arrives (an interrupted run keeps them). For a shared gradebook use
+# PostgreSQL (the psycopg driver is in requirements.txt), e.g.:
+# c.CourseDirectory.db_url = "postgresql+psycopg://grader@localhost/gradebook"
+
+# Where grading tasks run (docs/scale-out.md). Default: local processes, one per CPU.
+# c.JaxGrader.workers = 8
+# On a Dask cluster (`dask scheduler`; `dask worker ADDRESS --nthreads 1` on hosts with
+# the course's environment and bubblewrap):
+# c.JaxGrader.dask_scheduler = "tcp://grading-head.example.edu:8786"
 
 # Students' notebooks get this stub where a solution was.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}

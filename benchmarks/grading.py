@@ -1,20 +1,34 @@
-"""Grading throughput: a demo class graded serially and in parallel.
+"""Grading throughput: one class graded by stock nbgrader, the local pool and a Dask cluster.
 
-    python benchmarks/grading.py                        # 20 students x every assignment
-    python benchmarks/grading.py --students 6 -a lesson1
+    python benchmarks/grading.py                               # 6 students x lesson1, all three
+    python benchmarks/grading.py --students 20 -a lesson1 -a lesson3 --workers 2
+    python benchmarks/grading.py --only local --only dask
 
 Students cycle through the trial answers (the solution, the blank release, each
-wrong answer), so the class is a realistic mix of passing and failing cells.
-The same class is graded with ``workers=1`` and ``workers=N`` (default: CPU
-count) by ``jaxgrader.course.grade_class`` into fresh scratch courses, without
-feedback. Prints seconds, submissions per minute and the speed-up.
+wrong answer), so the class is a realistic mix of passing and failing cells. Each
+backend grades the same class in a fresh scratch course, without feedback, with one
+seed (``JAXGRADER_SEED``, fixed here so every backend runs the same checks):
+
+* ``stock``: ``nbgrader generate_assignment`` then ``nbgrader autograde`` (one process,
+  one submission after another, the course's preprocessors: the same grades);
+* ``local``: ``jaxgrader grade --workers N`` (``grade_class(workers=N)``);
+* ``dask``: ``grade_class(dask=...)`` on a ``dask scheduler`` and N ``dask worker
+  --nthreads 1`` processes started here.
+
+Prints, per backend: wall seconds for the class run (stock: both nbgrader commands;
+Dask: not counting the cluster's start), submissions per minute, the
+coordinator's fixed costs (reference run, generate) and the per-submission overhead:
+a task's seconds minus the seconds its notebooks executed (kernel start included).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,6 +40,8 @@ sys.path.insert(0, str(ROOT))
 from jaxgrader.grading.course import assignments_in, grade_class  # noqa: E402
 from jaxgrader.grading.notebooks import write_submission  # noqa: E402
 from jaxgrader.grading.trials import trial_students  # noqa: E402
+
+BIN = Path(sys.executable).parent
 
 
 def build_class(course: Path, assignments: list[str], students: int) -> None:
@@ -39,34 +55,98 @@ def build_class(course: Path, assignments: list[str], students: int) -> None:
                              notebooks)
 
 
-def timed_grade(assignments: list[str], students: int, workers: int) -> tuple[float, int]:
-    with tempfile.TemporaryDirectory() as tmp:
-        course = Path(tmp)
-        build_class(course, assignments, students)
-        start = time.perf_counter()
-        results = grade_class(course, assignments, feedback=False, progress=True, workers=workers)
-        elapsed = time.perf_counter() - start
-        errors = [r for r in results if r.status != "graded"]
-        if errors:
-            raise SystemExit(f"grading failed: {errors[0].student}/{errors[0].assignment}: {errors[0].error}")
-        return elapsed, len(results)
+def stock(course: Path, assignments: list[str], workers: int) -> dict:
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    for assignment in assignments:
+        for step in ("generate_assignment", "autograde"):
+            run = subprocess.run([str(BIN / "nbgrader"), step, assignment, "--force", "--log-level=ERROR"],
+                                 cwd=course, env=env, capture_output=True, text=True)
+            if run.returncode:
+                raise SystemExit(f"nbgrader {step} {assignment} failed:\n{run.stderr[-2000:]}")
+    return {}
+
+
+def local(course: Path, assignments: list[str], workers: int) -> dict:
+    return _jaxgrader(course, assignments, workers=workers)
+
+
+def dask(course: Path, assignments: list[str], workers: int) -> dict:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    address = f"tcp://127.0.0.1:{port}"
+    procs = [subprocess.Popen([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                               "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        time.sleep(3)
+        procs += [subprocess.Popen([str(BIN / "dask"), "worker", address, "--nthreads", "1", "--no-dashboard",
+                                    "--local-directory", str(course.parent / f"dask-{i}")],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i in range(workers)]
+        from distributed import Client
+
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(workers, timeout=120)
+        return _jaxgrader(course, assignments, dask=address)
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+        for proc in procs:
+            proc.wait(timeout=60)
+
+
+def _jaxgrader(course: Path, assignments: list[str], **backend) -> dict:
+    from jaxgrader.grading import verdict
+
+    verdict._reference_cache.clear()  # every backend pays its reference run, as a fresh `jaxgrader grade` does
+    start = time.perf_counter()
+    results = grade_class(course, assignments, feedback=False, progress=True, **backend)
+    wall = time.perf_counter() - start
+    errors = [r for r in results if r.status != "graded"]
+    if errors:
+        raise SystemExit(f"grading failed: {errors[0].student}/{errors[0].assignment}: {errors[0].error}")
+    info = json.loads((course / ".grading" / "last-run.json").read_text())
+    overhead = [r.timings["total"] - r.timings.get("execute", 0.0) for r in results]
+    info["overhead_s"] = sum(overhead) / len(overhead)
+    info["execute_s"] = sum(r.timings.get("execute", 0.0) for r in results) / len(results)
+    info["wall"] = wall
+    return info
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--students", type=int, default=20)
+    parser.add_argument("--students", type=int, default=6)
     parser.add_argument("-a", "--assignment", action="append")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--only", action="append", choices=("stock", "local", "dask"))
     args = parser.parse_args()
-    os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"]
-    assignments = args.assignment or assignments_in(ROOT)
-    serial, n = timed_grade(assignments, args.students, 1)
-    parallel, _ = timed_grade(assignments, args.students, args.workers)
-    print(f"\n{n} submissions ({args.students} students x {', '.join(assignments)}) on {os.cpu_count()} cores")
-    print("| workers | seconds | submissions/min |\n|---:|---:|---:|")
-    print(f"| 1 | {serial:.0f} | {60 * n / serial:.1f} |")
-    print(f"| {args.workers} | {parallel:.0f} | {60 * n / parallel:.1f} |")
-    print(f"speed-up: {serial / parallel:.2f}x")
+    os.environ["PATH"] = f"{BIN}{os.pathsep}{os.environ['PATH']}"
+    os.environ.setdefault("JAXGRADER_SEED", "1234")
+    assignments = args.assignment or ["lesson1"]
+    unknown = set(assignments) - set(assignments_in(ROOT))
+    if unknown:
+        raise SystemExit(f"no such assignment: {', '.join(sorted(unknown))}")
+    rows = []
+    for name in args.only or ("stock", "local", "dask"):
+        with tempfile.TemporaryDirectory(prefix=f"jaxgrader-bench-{name}-") as tmp:
+            course = Path(tmp) / "course"
+            course.mkdir()
+            build_class(course, assignments, args.students)
+            start = time.perf_counter()
+            info = globals()[name](course, assignments, args.workers)
+            # the class run itself (for Dask: not the cluster's start, which a teacher does once)
+            rows.append((name, info.get("wall", time.perf_counter() - start), info))
+    n = args.students * len(assignments)
+    print(f"\n{n} submissions ({args.students} students x {', '.join(assignments)}), {args.workers} workers, "
+          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+    print("| backend | seconds | submissions/min | reference run s | generate s | grading s "
+          "| per submission: execute s | overhead s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, seconds, info in rows:
+        refs = sum(info.get("reference_seconds", {}).values())
+        cells = [f"{refs:.1f}" if info else "", f"{info['generate_seconds']:.1f}" if info else "",
+                 f"{info['grade_seconds']:.1f}" if info else "", f"{info['execute_s']:.1f}" if info else "",
+                 f"{info['overhead_s']:.2f}" if info else ""]
+        print(f"| {name} | {seconds:.0f} | {60 * n / seconds:.1f} | " + " | ".join(cells) + " |")
     return 0
 
 

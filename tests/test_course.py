@@ -67,6 +67,13 @@ def test_missing_submitted_folder_is_one_line(tmp_path):
 
 
 def test_corrupt_submission_costs_only_that_student(tmp_path):
+    """Also: an unsandboxed run says so, and suspicious code is flagged (and graded)."""
+    import json
+
+    import nbformat
+
+    from jaxgrader.grading.notebooks import fill_answers, grade_id, is_solution
+
     course = _course(tmp_path)
     for student, text in (("zed", "{not json"), ("yan", None)):
         folder = course / "submitted" / student / "lesson1"
@@ -75,14 +82,37 @@ def test_corrupt_submission_costs_only_that_student(tmp_path):
             (folder / "pure_functions.ipynb").write_text(text)
     ok = course / "submitted" / "ada" / "lesson1"
     ok.mkdir(parents=True)
-    shutil.copy2(course / "release" / "lesson1" / "pure_functions.ipynb", ok)
-    run = _jaxgrader(course, "grade", "-a", "lesson1", "--no-feedback")
+    release = nbformat.read(course / "release" / "lesson1" / "pure_functions.ipynb", as_version=4)
+    first = next(grade_id(c) for c in release.cells if is_solution(c) and c.cell_type == "code")
+    nbformat.write(fill_answers(release, {first: "import gc\nraise NotImplementedError()"}),
+                   ok / "pure_functions.ipynb")
+    run = _jaxgrader(course, "grade", "-a", "lesson1", "--no-feedback", "--unsandboxed")
     assert run.returncode == 1
     assert "zed" in run.stdout and "not valid JSON" in run.stdout and "pure_functions.ipynb" in run.stdout
     assert "yan" in run.stdout and "no such file" in run.stdout
+    assert "graded without the kernel sandbox" in run.stdout
+    flagged = run.stdout.split("flagged for review")[1]
+    assert "ada/lesson1" in flagged and "gc" in flagged
     assert (course / "gradebook.db").exists()
     rows = list(csv.DictReader(open(course / "grades.csv")))
     assert any(r["student_id"] == "ada" for r in rows)
+    summary = {r["student"]: r for r in json.loads((course / "grading-summary.json").read_text())}
+    assert summary["ada"]["status"] == "graded" and summary["ada"]["isolation"] == "none"
+    assert summary["ada"]["flags"] and summary["zed"]["status"] == "error"
+
+
+def test_no_sandbox_is_one_line_and_writes_nothing(tmp_path, monkeypatch):
+    from jaxgrader.grading import course as course_module
+    from jaxgrader.grading import sandbox
+
+    course = _course(tmp_path)
+    (course / "submitted" / "ada" / "lesson1").mkdir(parents=True)
+    monkeypatch.setattr(sandbox, "check_sandbox", lambda: "bubblewrap (bwrap) is not installed")
+    with pytest.raises(course_module.CourseError) as info:
+        course_module.grade_class(course, ["lesson1"], progress=False)
+    message = str(info.value)
+    assert "\n" not in message and "bwrap" in message and "--unsandboxed" in message
+    assert not (course / "gradebook.db").exists() and not (course / ".grading").exists()
 
 
 def test_skip_execution_tags_do_not_earn_points(tmp_path):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from jaxgrader.checks.report import MIME, encode
-from jaxgrader.grading.verdict import ReportError, compare, judge_cell, parse_report, parse_reports
+from jaxgrader.grading.verdict import ReportError, judge_cell, parse_report, parse_reports
 
 
 def output(name, value, rule="close", **kw):

@@ -1,7 +1,8 @@
 """``jaxgrader``: the teacher's loop in one command.
 
     jaxgrader demo                 # build the demo class, then grade it
-    jaxgrader grade [-a A] [-s S]  # grade what is in submitted/
+    jaxgrader grade [-a A] [-s S]  # grade what is in submitted/ (new or changed submissions)
+    jaxgrader grade --dask tcp://scheduler:8786   # ... on a Dask cluster
     jaxgrader release              # regenerate release/ from source/
     jaxgrader trials lesson3       # grade the solution, the release and each wrong answer
 """
@@ -13,7 +14,8 @@ import sys
 import warnings
 from pathlib import Path
 
-from .course import CourseError, assignments_in, format_table, generate, grade_class, load_config, make_api
+from .config import CourseError, load_config, make_api
+from .course import assignments_in, format_table, generate, grade_class
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,6 +30,16 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("-a", "--assignment", action="append", help="only this assignment (repeatable)")
     grade.add_argument("-s", "--student", action="append", help="only this student (repeatable)")
     grade.add_argument("--no-feedback", action="store_true", help="skip feedback HTML")
+    grade.add_argument("--workers", type=int, metavar="N",
+                       help="local grading processes (default: c.JaxGrader.workers, else the CPU count)")
+    grade.add_argument("--dask", metavar="ADDRESS",
+                       help="grade on the Dask cluster whose scheduler is at ADDRESS, e.g. tcp://head:8786 "
+                       "(default: c.JaxGrader.dask_scheduler; see docs/scale-out.md)")
+    grade.add_argument("--regrade", action="store_true",
+                       help="grade every submission again, also those unchanged since they were last graded")
+    for p in (demo, grade):
+        p.add_argument("--unsandboxed", action="store_true",
+                       help="grade without the kernel sandbox (student code runs with your permissions)")
     sub.add_parser("release", help="regenerate release/ from source/ with nbgrader generate_assignment")
     trials = sub.add_parser("trials", help="check an assignment's tests against its solution, "
                             "its release and its wrong answers (demo/wrong-answers/)")
@@ -48,12 +60,18 @@ def main(argv: list[str] | None = None) -> int:
             from .demo import write_demo_submissions
 
             students = write_demo_submissions(root, args.assignment)
-            results = grade_class(root, args.assignment, students=students)
+            results = grade_class(root, args.assignment, students=students, unsandboxed=args.unsandboxed)
         else:
-            results = grade_class(root, args.assignment, args.student, feedback=not args.no_feedback)
+            results = grade_class(root, args.assignment, args.student, feedback=not args.no_feedback,
+                                  workers=args.workers, dask=args.dask, unsandboxed=args.unsandboxed,
+                                  regrade=args.regrade)
     except CourseError as exc:
         print(f"jaxgrader: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("\njaxgrader: interrupted. What was graded before is in the gradebook; "
+              "`jaxgrader grade` grades the rest.", file=sys.stderr)
+        return 130
     print(format_table(results))
     print(f"\ngrades: {root / 'grades.csv'}   feedback: {root / 'feedback'}/")
     return 1 if any(r.status == "error" for r in results) else 0

@@ -1,0 +1,395 @@
+"""Grade one submission as a pure task: everything in, one record out.
+
+:func:`grade_submission` takes a plain dict (the submission's notebooks plus what
+the course needs: its ``nbgrader_config.py`` text, an SQLite gradebook in which
+``generate_assignment`` already ran, the reference run's reports, the seed) and
+returns a plain dict: scores per cell and notebook, the autograded notebooks,
+notes, flags, timings, the isolation the kernel had, or a one-line error.
+
+It builds a private course directory in a temporary folder, runs nbgrader's own
+``NbGraderAPI.autograde`` there (the course's preprocessors, so the points are
+the ones plain ``nbgrader autograde`` gives), reads the scores back from that
+private gradebook, and deletes the folder. It never touches the course's
+gradebook and needs no shared file system, so it runs in a local process pool or
+on any Dask worker that has the course's environment (and bubblewrap). The
+coordinator (:mod:`jaxgrader.grading.course`) is the only writer of the real
+gradebook.
+
+Both the task and its record are picklable and made of JSON types only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import socket
+import tempfile
+import threading
+import time
+import warnings
+from pathlib import Path
+
+LIMIT_ERRORS = ("NotebookTimeLimit", "NotebookMemoryLimit", "DeadKernelError", "CellTimeoutError")
+
+# Caps on what a record carries back (the coordinator holds records in memory,
+# Dask ships them over the network). Autograded notebooks are output-capped by
+# LimitedExecute already; their size is the submission's (<= 64 MiB) plus that.
+MAX_NOTEBOOK_CHARS = 80 * 2**20
+MAX_MESSAGE = 500
+MAX_LINES = 20
+MAX_PARTS = 50
+GRACE_S = 60.0  # after the hard limit: kernels killed; this much later, the process itself exits
+
+_LOCK = threading.Lock()  # one grading per process at a time: the seed and nbgrader's settings are process-wide
+_EXECUTE_SECONDS: list[float] = []
+_TIMED: dict[type, type] = {}
+
+
+# --------------------------------------------------------------------------- hashes
+
+
+def digest(*parts: bytes | str) -> str:
+    """sha256 over length-prefixed parts (so ('ab', 'c') and ('a', 'bc') differ)."""
+    h = hashlib.sha256()
+    for part in parts:
+        data = part.encode() if isinstance(part, str) else part
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.hexdigest()
+
+
+def submission_hash(assignment_hash: str, notebooks: dict[str, str], timestamp: str | None) -> str:
+    """What decides whether a submission must be graded again: its files, its timestamp, the assignment."""
+    parts = [assignment_hash, timestamp or ""]
+    for name in sorted(notebooks):
+        parts += [name, notebooks[name]]
+    return digest(*parts)
+
+
+# --------------------------------------------------------------------------- records
+
+
+def one_line(text: str, limit: int = MAX_MESSAGE) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def new_record(task: dict) -> dict:
+    return {
+        "student": task["student"],
+        "assignment": task["assignment"],
+        "hash": task.get("hash", ""),
+        "status": "error",
+        "error": "",
+        "score": 0.0,
+        "max_score": 0.0,
+        "scores": {},  # notebook -> {score, max_score}
+        "cells": {},  # notebook -> grade_id -> {score, max_score, message, parts}
+        "notebooks": {},  # notebook -> autograded notebook, JSON text
+        "notes": [],
+        "flags": [],
+        "isolation": task.get("isolation", "none"),
+        "timings": {},
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+    }
+
+
+def error_record(task: dict, reason: str) -> dict:
+    """A record for a submission that could not be graded (the backend gave up on it)."""
+    record = new_record(task)
+    record["error"] = one_line(reason)
+    record["host"] = ""
+    record["pid"] = 0
+    return record
+
+
+def limit_notes(autograded: Path) -> list[str]:
+    """One note per notebook that hit a limit, naming the first cell that did not finish."""
+    import nbformat
+
+    notes = []
+    for path in sorted(Path(autograded).glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for index, cell in enumerate(nb.cells):
+            hit = [o for o in cell.get("outputs", [])
+                   if o.get("output_type") == "error" and o.get("ename") in LIMIT_ERRORS]
+            if hit:
+                notes.append(one_line(f"{path.name} cell {index}: {hit[0]['ename']}: {hit[0].get('evalue', '')}"))
+                break
+    return notes
+
+
+def _why(result: dict) -> str:
+    """One line from a failed nbgrader API call: the first specific error it logged, else its traceback's end."""
+    log = (result.get("log") or "").splitlines()
+    generic = ("There was an error processing", "Please see the error log", "Skipping")
+    for line in log:
+        if line.startswith(("[ERROR]", "[CRITICAL]")) and not any(g in line for g in generic):
+            return one_line(line.split("]", 1)[1])
+    text = (result.get("error") or "").strip().splitlines()
+    return one_line(text[-1] if text else "no message")
+
+
+# --------------------------------------------------------------------------- execution timing
+
+
+def _timed(cls):
+    """A subclass of the configured Execute preprocessor that only times its runs."""
+    if cls in _TIMED:
+        return _TIMED[cls]
+
+    class Timed(cls):
+        def preprocess(self, nb, resources=None, km=None):
+            start = time.monotonic()
+            try:
+                return super().preprocess(nb, resources, km)
+            finally:
+                _EXECUTE_SECONDS.append(time.monotonic() - start)
+
+    Timed.__name__ = Timed.__qualname__ = f"Timed{cls.__name__}"
+    _TIMED[cls] = Timed
+    return Timed
+
+
+def _time_execution(config) -> None:
+    """Swap the Execute step of ``config``'s autograde preprocessors for a timed subclass (same behaviour)."""
+    from nbgrader.preprocessors import Execute
+    from traitlets.utils.importstring import import_item
+
+    steps = config.Autograde.get("autograde_preprocessors")
+    if not steps:
+        return
+    out = []
+    for step in steps:
+        cls = import_item(step) if isinstance(step, str) else step
+        out.append(_timed(cls) if isinstance(cls, type) and issubclass(cls, Execute) else step)
+    config.Autograde.autograde_preprocessors = out
+
+
+# --------------------------------------------------------------------------- the hard limit
+
+
+class _Watchdog(threading.Thread):
+    """At ``limit_s``: kill the kernels this task started; ``GRACE_S`` later: end the process.
+
+    A backstop above the notebooks' own limits (LimitedExecute): it fires only when
+    something outside the student's code hangs. Ending the process makes the
+    backend retry the task elsewhere (at most twice) and then record an error.
+    """
+
+    def __init__(self, limit_s: float):
+        super().__init__(daemon=True, name="jaxgrader-watchdog")
+        self.limit_s, self.fired = limit_s, False
+        self.started_at = time.time()
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        if self._done.wait(self.limit_s):
+            return
+        self.fired = True
+        import psutil
+
+        for child in psutil.Process().children(recursive=True):
+            try:
+                if child.create_time() >= self.started_at - 1:
+                    child.kill()
+            except psutil.Error:
+                pass
+        if not self._done.wait(GRACE_S):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def stop(self) -> None:
+        self._done.set()
+
+
+# --------------------------------------------------------------------------- the task
+
+
+def grade_submission(task: dict, shared: dict | None = None) -> dict:
+    """Autograde one submission in a private course directory; return its record (never raises).
+
+    ``task`` holds: student, assignment, notebooks {name: submitted JSON text},
+    timestamp (text of timestamp.txt or None), hash; and, unless passed once per
+    assignment as ``shared``: config_text, template_gradebook (bytes), references
+    {notebook: {grade_id: [reports]}} or None, seed, isolation ("bubblewrap" or
+    "none"), limit_s (hard limit for the whole submission).
+    """
+    if shared:
+        task = {**shared, **task}
+    # nbgrader 0.9 trips SQLAlchemy's autoflush warnings on every autograde; they are nobody's concern
+    warnings.filterwarnings("ignore", message=".*not in session.*")
+    start = time.monotonic()
+    record = new_record(task)
+    with _LOCK:
+        waited = time.monotonic() - start
+        watchdog = _Watchdog(float(task.get("limit_s") or 3600))
+        watchdog.start()
+        try:
+            _grade(task, record)
+        except Exception as exc:  # the record says what went wrong; the run goes on
+            record["status"] = "error"
+            record["error"] = one_line(f"{exc.__class__.__name__}: {exc}")
+        finally:
+            watchdog.stop()
+        if watchdog.fired:
+            record["notes"].append(f"grading passed its hard limit of {watchdog.limit_s:.0f} s: "
+                                   "its kernels were killed")
+    record["timings"]["total"] = round(time.monotonic() - start, 3)
+    if waited > 0.01:
+        record["timings"]["waiting"] = round(waited, 3)
+    return _capped(record)
+
+
+def _grade(task: dict, record: dict) -> None:
+    import nbformat
+
+    from .config import load_config, make_api
+    from .preprocessors import flags_of
+    from .seed import ENV as SEED_ENV
+
+    student, assignment = task["student"], task["assignment"]
+    timings = record["timings"]
+    t0 = time.monotonic()
+
+    for name, text in sorted(task["notebooks"].items()):
+        try:
+            flags = flags_of(nbformat.reads(text, as_version=4))
+        except Exception:  # the coordinator checked it; nbgrader reports what is wrong
+            flags = []
+        record["flags"] += [f"{name}.ipynb {flag}" for flag in flags]
+
+    tmp = Path(tempfile.mkdtemp(prefix="jaxgrader-task-"))
+    try:
+        (tmp / "nbgrader_config.py").write_text(task["config_text"], encoding="utf-8")
+        db_path = tmp / "gradebook.db"
+        db_path.write_bytes(task["template_gradebook"])
+        config = load_config(tmp, db_path)
+        isolation = _isolation(config, task.get("isolation", "bubblewrap"))
+        record["isolation"] = isolation
+        if isolation == "bubblewrap":
+            from .sandbox import check_sandbox
+
+            reason = check_sandbox()
+            if reason:
+                record["error"] = one_line(f"cannot sandbox the kernel on {socket.gethostname()}: {reason}")
+                return
+        if task.get("references") is not None:
+            config.Verdict.references = task["references"]
+        _time_execution(config)
+        folder = tmp / "submitted" / student / assignment
+        folder.mkdir(parents=True)
+        for name, text in task["notebooks"].items():
+            (folder / f"{name}.ipynb").write_text(text, encoding="utf-8")
+        if task.get("timestamp"):
+            (folder / "timestamp.txt").write_text(task["timestamp"], encoding="utf-8")
+        if task.get("seed") is not None:
+            os.environ[SEED_ENV] = str(task["seed"])
+        api = make_api(config)
+        timings["setup"] = round(time.monotonic() - t0, 3)
+
+        del _EXECUTE_SECONDS[:]
+        t1 = time.monotonic()
+        result = api.autograde(assignment, student, force=True, create=True)
+        timings["autograde"] = round(time.monotonic() - t1, 3)
+        if _EXECUTE_SECONDS:
+            timings["execute"] = round(sum(_EXECUTE_SECONDS), 3)
+        if not result["success"]:
+            record["error"] = "nbgrader autograde failed: " + _why(result)
+            return
+
+        t2 = time.monotonic()
+        out_dir = tmp / "autograded" / student / assignment
+        _read_back(config.CourseDirectory.db_url, assignment, student, out_dir, record)
+        record["notes"] += limit_notes(out_dir)
+        timings["read_back"] = round(time.monotonic() - t2, 3)
+        record["status"] = "graded"
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _isolation(config, wanted: str) -> str:
+    """What the kernels of this task get: 'bubblewrap' only with the sandboxed kernel manager configured."""
+    km = config.LimitedExecute.get("kernel_manager_class") or config.Execute.get("kernel_manager_class")
+    name = km if isinstance(km, str) else getattr(km, "__name__", "")
+    if not name or not name.endswith("SandboxedKernelManager"):
+        return "none"
+    config.SandboxedKernelManager.isolation = wanted
+    return wanted
+
+
+def _read_back(db_url: str, assignment: str, student: str, out_dir: Path, record: dict) -> None:
+    """Scores from the private gradebook; messages and parts from the autograded notebooks."""
+    import nbformat
+    from nbgrader.api import Gradebook
+
+    from .verdict import parts_of
+
+    with Gradebook(db_url) as gb:
+        submission = gb.find_submission(assignment, student)
+        for nb in submission.notebooks:
+            record["scores"][nb.name] = {"score": float(nb.score), "max_score": float(nb.max_score)}
+            record["cells"][nb.name] = {
+                g.name: {"score": float(g.score or 0.0), "max_score": float(g.max_score or 0.0),
+                         "auto_score": None if g.auto_score is None else float(g.auto_score),
+                         "needs_manual_grade": bool(g.needs_manual_grade), "message": "", "parts": []}
+                for g in nb.grades
+            }
+        record["score"], record["max_score"] = float(submission.score), float(submission.max_score)
+    for name in record["scores"]:
+        path = out_dir / f"{name}.ipynb"
+        text = path.read_text(encoding="utf-8")
+        record["notebooks"][name] = text
+        nb = nbformat.reads(text, as_version=4)
+        for cell in nb.cells:
+            gid = (cell.get("metadata", {}).get("nbgrader", {}) or {}).get("grade_id")
+            entry = record["cells"][name].get(gid)
+            if entry is None or cell.cell_type != "code":
+                continue
+            errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+            if errors:
+                entry["message"] = one_line(f"{errors[0].get('ename', 'Error')}: {errors[0].get('evalue', '')}")
+            entry["parts"] = [{"name": one_line(p.get("name", ""), 200), "passed": bool(p.get("passed")),
+                               "message": one_line(p.get("message", ""), 300)}
+                              for p in parts_of(cell)[:MAX_PARTS] if isinstance(p, dict)]
+
+
+def _capped(record: dict) -> dict:
+    """Bound what the record carries: lines, and notebooks (outputs of non-test cells go first)."""
+    record["notes"] = [one_line(n, 300) for n in record["notes"][:MAX_LINES]]
+    extra = len(record["flags"]) - MAX_LINES
+    record["flags"] = [one_line(f, 300) for f in record["flags"][:MAX_LINES]] + (
+        [f"... and {extra} more flagged cells"] if extra > 0 else [])
+    for name, text in list(record["notebooks"].items()):
+        if len(text) <= MAX_NOTEBOOK_CHARS:
+            continue
+        import nbformat
+
+        nb = nbformat.reads(text, as_version=4)
+        for cell in nb.cells:
+            meta = cell.get("metadata", {}).get("nbgrader", {}) or {}
+            if cell.cell_type == "code" and not (meta.get("grade") and not meta.get("solution")):
+                cell.outputs = []
+        text = nbformat.writes(nb)
+        if len(text) > MAX_NOTEBOOK_CHARS:
+            record.update(status="error", notebooks={},
+                          error=f"{name}.ipynb: the autograded notebook is larger than "
+                                f"{MAX_NOTEBOOK_CHARS // 2**20} MiB even without outputs")
+            return record
+        record["notebooks"][name] = text
+        record["notes"].append(f"{name}.ipynb: outputs of non-test cells dropped (notebook over "
+                               f"{MAX_NOTEBOOK_CHARS // 2**20} MiB)")
+    return record
+
+
+def warm_up() -> int:
+    """Import what grading needs (once per worker process); returns the process id."""
+    import nbclient  # noqa: F401
+    import nbformat  # noqa: F401
+    from nbgrader.apps import NbGraderAPI  # noqa: F401
+
+    from . import limits, preprocessors, verdict  # noqa: F401
+
+    return os.getpid()
