@@ -74,6 +74,9 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 
+# nbconvert's preprocessors are off unless enabled (nbgrader's own are on).
+c.SanitizeHTML.enabled = True
+
 # Feedback shows the student's code, written answers and the grader's verdict per
 # test: no hidden tests (they can be reused next term) and nothing the kernel printed
 # (it could have copied hidden tests into any output). To show both, as nbgrader

@@ -12,6 +12,7 @@ seed (``JAXGRADER_SEED``, fixed here so every backend runs the same checks):
 * ``stock``: ``nbgrader generate_assignment`` then ``nbgrader autograde`` (one process,
   one submission after another, the course's preprocessors: the same grades);
 * ``local``: ``jaxgrader grade --workers N`` (``grade_class(workers=N)``);
+* ``unsandboxed``: the same with ``--unsandboxed`` (what the bubblewrap sandbox costs);
 * ``dask``: ``grade_class(dask=...)`` on a ``dask scheduler`` and N ``dask worker
   --nthreads 1`` processes started here.
 
@@ -70,6 +71,11 @@ def local(course: Path, assignments: list[str], workers: int) -> dict:
     return _jaxgrader(course, assignments, workers=workers)
 
 
+def unsandboxed(course: Path, assignments: list[str], workers: int) -> dict:
+    """The local pool without bubblewrap: what the sandbox costs, side by side."""
+    return _jaxgrader(course, assignments, workers=workers, unsandboxed=True)
+
+
 def dask(course: Path, assignments: list[str], workers: int) -> dict:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -117,7 +123,7 @@ def main() -> int:
     parser.add_argument("--students", type=int, default=6)
     parser.add_argument("-a", "--assignment", action="append")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
-    parser.add_argument("--only", action="append", choices=("stock", "local", "dask"))
+    parser.add_argument("--only", action="append", choices=("stock", "local", "unsandboxed", "dask"))
     args = parser.parse_args()
     os.environ["PATH"] = f"{BIN}{os.pathsep}{os.environ['PATH']}"
     os.environ.setdefault("JAXGRADER_SEED", "1234")
@@ -126,7 +132,7 @@ def main() -> int:
     if unknown:
         raise SystemExit(f"no such assignment: {', '.join(sorted(unknown))}")
     rows = []
-    for name in args.only or ("stock", "local", "dask"):
+    for name in args.only or ("stock", "local", "unsandboxed", "dask"):
         with tempfile.TemporaryDirectory(prefix=f"jaxgrader-bench-{name}-") as tmp:
             course = Path(tmp) / "course"
             course.mkdir()
@@ -147,6 +153,13 @@ def main() -> int:
                  f"{info['grade_seconds']:.1f}" if info else "", f"{info['execute_s']:.1f}" if info else "",
                  f"{info['overhead_s']:.2f}" if info else ""]
         print(f"| {name} | {seconds:.0f} | {60 * n / seconds:.1f} | " + " | ".join(cells) + " |")
+    by_name = {name: info for name, _, info in rows}
+    if by_name.get("local") and by_name.get("unsandboxed"):
+        sandboxed, plain = by_name["local"], by_name["unsandboxed"]
+        per = [info["grade_seconds"] / n for info in (sandboxed, plain)]
+        print(f"\nsandboxed / unsandboxed grading time per submission: {per[0]:.2f} s / {per[1]:.2f} s "
+              f"= {per[0] / per[1]:.2f}x (reference run: {sum(sandboxed['reference_seconds'].values()):.1f} s "
+              f"per class run, once per notebook)")
     return 0
 
 
