@@ -168,9 +168,11 @@ print(json.dumps({{"exists": [p for p in {hidden!r} if os.path.lexists(p)],
                    "course_parent": listing({str(course.parent)!r})}}))
 """)
     assert seen["exists"] == []
-    # The system, /proc, /dev, /tmp, and parents of the Python environment (here /root/.pyenv, /work/main/.venv).
+    # The system, /proc, /dev, /tmp, and the top folders of the Python environment and of the package's
+    # checkout (its .venv and jaxgrader/ are bound in: /root/.pyenv, /work/main/.venv, wherever CI clones).
+    bound = {Path(p).resolve().parts[1] for p in (sys.prefix, sys.base_prefix, ROOT)}
     assert set(seen["root"]) <= {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc", "dev",
-                                 "tmp", "root", "work", "opt"}, seen["root"]
+                                 "tmp", "opt"} | bound, seen["root"]
     assert seen["course_parent"] == "FileNotFoundError"
     # At most the venv and the package are bound out of the repository, never the rest of it.
     assert seen["repo"] == "FileNotFoundError" or set(seen["repo"]) <= {".venv", "jaxgrader"}, seen["repo"]
