@@ -3,11 +3,15 @@
 A hidden test does not decide anything. It computes the student's answers on
 inputs drawn from the grader's seed and reports them::
 
-    from jaxgrader.checks.report import report, key
+    from jaxgrader.checks.report import key as _key, report as _report
 
-    _x = jax.random.normal(key(0), (4,))
-    report("predict(params, x)", predict(_params, _x))            # compared with the reference
-    report("compiles over 3 sizes", count, rule="at_most", bound=3)  # measured in the kernel
+    _x = jax.random.normal(_key(0), (4,))
+    _report("predict(params, x)", predict(_params, _x))            # compared with the reference
+    _report("compiles over 3 sizes", count, rule="at_most", bound=3)  # measured in the kernel
+
+Import under underscore names: a hidden test shares the notebook's namespace, and
+a plain ``key`` or ``rng`` would replace a student's variable of that name in
+every later cell (at grading only, where the student cannot see why).
 
 The grader runs the instructor's solution with the same seed in its own
 sandboxed kernel, and compares each reported value with the one the reference
