@@ -292,6 +292,7 @@ def judge_cell(outputs, reference: list[dict]) -> list[dict]:
 # --------------------------------------------------------------------------- the reference run
 
 _reference_cache: dict[tuple[str, int], dict[str, list[dict]]] = {}
+_reference_stderr: dict[tuple[str, int], dict[str, str]] = {}
 _reference_lock = threading.Lock()
 
 
@@ -315,11 +316,13 @@ def reference_reports(source_path: Path, config, seed: int | None = None) -> dic
             return _reference_cache[cache_key]
         nb = nbformat.reads(text, as_version=4)
         executed = execute_reference(nb, config)
-        result = {}
+        result, stderr = {}, {}
         for index, cell in enumerate(executed.cells):
             meta = cell.get("metadata", {}).get("nbgrader", {})
             if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
                 continue
+            stderr[meta.get("grade_id")] = "".join(str(o.get("text", "")) for o in cell.get("outputs", [])
+                                                   if o.get("name") == "stderr")
             errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
             if errors:
                 raise ReferenceError(f"{source_path}: test {meta.get('grade_id')} fails on the instructor's "
@@ -337,7 +340,20 @@ def reference_reports(source_path: Path, config, seed: int | None = None) -> dic
                                      "nothing for the grader to compare")
             result[meta["grade_id"]] = payloads
         _reference_cache[cache_key] = result
+        _reference_stderr[cache_key] = stderr
         return result
+
+
+def reference_stderr(source_path: Path, config, seed: int | None = None) -> dict[str, str]:
+    """grade_id -> what the instructor's test cell wrote to stderr in the reference run.
+
+    From the same (cached) run as :func:`reference_reports`, so a check on it costs
+    no second execution of the notebook.
+    """
+    seed = run_seed() if seed is None else seed
+    reference_reports(source_path, config, seed)
+    text = Path(source_path).read_text(encoding="utf-8")
+    return _reference_stderr[(hashlib.sha256(text.encode()).hexdigest(), seed)]
 
 
 def execute_reference(nb, config):
