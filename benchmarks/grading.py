@@ -153,6 +153,10 @@ def main() -> int:
                  f"{info['grade_seconds']:.1f}" if info else "", f"{info['execute_s']:.1f}" if info else "",
                  f"{info['overhead_s']:.2f}" if info else ""]
         print(f"| {name} | {seconds:.0f} | {60 * n / seconds:.1f} | " + " | ".join(cells) + " |")
+    for name, _, info in rows:
+        if info.get("write_seconds") is not None:
+            print(f"{name}: the coordinator spent {info['write_seconds']:.1f} s writing {n} records to the gradebook "
+                  f"({info['write_seconds'] / n:.3f} s each)")
     by_name = {name: info for name, _, info in rows}
     if by_name.get("local") and by_name.get("unsandboxed"):
         sandboxed, plain = by_name["local"], by_name["unsandboxed"]

@@ -618,6 +618,7 @@ def _grade_class(root, assignments, students, config, config_text, db_url, cours
 
         # grade; write each record as it arrives (the only writer of the gradebook)
         t0 = time.monotonic()
+        info["write_seconds"] = 0.0  # the coordinator's own time in the gradebook, over the run
         graded: list[Result] = []
         with open_gradebook(db_url, course_id) as gb, \
                 tqdm(total=len(tasks), desc=f"autograde ({backend.describe()})", unit="submission",
@@ -627,7 +628,9 @@ def _grade_class(root, assignments, students, config, config_text, db_url, cours
                 extra = []
                 if record["status"] == "graded":
                     try:
+                        t_write = time.monotonic()
                         extra = write_record(gb, config, root, db_url, record, timestamps.get(key))
+                        info["write_seconds"] += time.monotonic() - t_write
                     except Exception as exc:  # the gradebook refused it: this student only
                         record.update(status="error", error=one_line(
                             f"could not write to the gradebook: {exc.__class__.__name__}: {exc}"))
@@ -641,6 +644,7 @@ def _grade_class(root, assignments, students, config, config_text, db_url, cours
                 if result.status == "error" and progress:
                     tqdm.write(f"jaxgrader: {result.student}/{result.assignment}: {result.error}", file=sys.stderr)
         info["grade_seconds"] = round(time.monotonic() - t0, 2)
+        info["write_seconds"] = round(info["write_seconds"], 2)
     finally:
         backend.close()
 
