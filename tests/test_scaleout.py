@@ -209,6 +209,16 @@ def test_dask_into_postgres_survives_a_killed_worker(tmp_path, postgres, cluster
     assert _rows(postgres) == rows
 
 
+def _assert_one_error_after_three_deaths(thread, out):
+    """The run ended (no stall) with its one submission an error: its worker died 3 times."""
+    thread.join(timeout=60)
+    assert not thread.is_alive(), "the run stalled"
+    if "error" in out:
+        raise out["error"]
+    (result,) = out["value"]
+    assert result.status == "error" and "died 3 times" in result.error, result.error
+
+
 def test_a_submission_that_keeps_killing_workers_is_an_error_not_a_stall(tmp_path, cluster):
     """Its worker dies every time: run, two retries, then an error for that student only."""
     from jaxgrader.grading.course import grade_class
@@ -226,12 +236,7 @@ def test_a_submission_that_keeps_killing_workers_is_an_error_not_a_stall(tmp_pat
                 killed_keys.add(addr)
                 kills += 1
         time.sleep(0.2)
-    thread.join(timeout=60)
-    assert not thread.is_alive(), "the run stalled"
-    if "error" in out:
-        raise out["error"]
-    (result,) = out["value"]
-    assert result.status == "error" and "died 3 times" in result.error, result.error
+    _assert_one_error_after_three_deaths(thread, out)
     assert kills == 3
     summary = json.loads((course / "grading-summary.json").read_text())
     assert summary[0]["status"] == "error"
@@ -258,12 +263,7 @@ def test_local_worker_killed_every_time_is_an_error_not_a_stall(tmp_path):
             except psutil.Error:
                 continue
         time.sleep(0.2)
-    thread.join(timeout=60)
-    assert not thread.is_alive(), "the run stalled"
-    if "error" in out:
-        raise out["error"]
-    (result,) = out["value"]
-    assert result.status == "error" and "died 3 times" in result.error, result.error
+    _assert_one_error_after_three_deaths(thread, out)
     assert len(killed) == 3
 
 
