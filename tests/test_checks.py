@@ -8,12 +8,7 @@ import pytest
 
 from jaxgrader.checks.budgets import BUDGETS, budget
 from jaxgrader.checks.compiles import count_compilations
-from jaxgrader.checks.gradients import (
-    agrees_with_finite_differences,
-    assert_grad_matches_finite_differences,
-    assert_grad_matches_reference,
-    enable_x64,
-)
+from jaxgrader.checks.gradients import agrees_with_finite_differences, enable_x64
 from jaxgrader.checks.jaxprs import count_eqns, shard_map_inputs
 from jaxgrader.checks.mlp import away_from_kinks, reference_batch_loss
 from jaxgrader.checks.timing import measure
@@ -64,21 +59,9 @@ def _loss(params, x):
     return jnp.sum(h @ params[1]["W"] + params[1]["b"])
 
 
-def test_grad_reference_accepts_jax_grad_and_rejects_a_dropped_bias():
-    x = jnp.linspace(-1, 1, 6).reshape(2, 3).T[:2]
-    assert_grad_matches_reference(jax.grad(_loss), _loss, (PARAMS, x))
-
-    def no_bias_grad(params, x):
-        g = jax.grad(_loss)(params, x)
-        return [{"W": layer["W"], "b": jnp.zeros_like(layer["b"])} for layer in g]
-
-    with pytest.raises(AssertionError, match=r"\['b'\]"):
-        assert_grad_matches_reference(no_bias_grad, _loss, (PARAMS, x))
-
-
 def test_finite_differences_pass_a_smooth_function_and_fail_a_wrong_custom_gradient():
     x = jnp.array([[0.3, -0.2]])
-    assert_grad_matches_finite_differences(_loss, (PARAMS, x))
+    assert agrees_with_finite_differences(_loss, (PARAMS, x))
 
     @jax.custom_vjp
     def bad_tanh(z):
@@ -86,8 +69,7 @@ def test_finite_differences_pass_a_smooth_function_and_fail_a_wrong_custom_gradi
 
     bad_tanh.defvjp(lambda z: (jnp.tanh(z), z), lambda z, g: (g * 2.0,))  # wrong derivative
 
-    with pytest.raises(AssertionError):
-        assert_grad_matches_finite_differences(lambda v: jnp.sum(bad_tanh(v)), (jnp.array([0.1, 0.4]),))
+    assert not agrees_with_finite_differences(lambda v: jnp.sum(bad_tanh(v)), (jnp.array([0.1, 0.4]),))
 
 
 def test_finite_difference_verdict_is_true_for_the_mlp_and_false_for_a_wrong_gradient():

@@ -1,23 +1,18 @@
 """Gradient checks that do not flake.
 
-Two independent checks, cheapest first:
-
-1. Against a reference ``jax.grad`` of the *teacher's* function on identical
-   inputs. Both run in float32, so the tolerance is a few ulps.
-2. Against central finite differences in float64 (``jax.test_util.check_grads``).
-   This catches a student who hand-derived a gradient, or whose function is
-   differentiable but not the function we asked for. Finite differences in
-   float32 at the default step are at the edge of their own tolerance, which is
-   why this runs under x64.
+Hidden tests report the student's gradients and the grader compares them with
+the instructor's on the same inputs (float32, a few ulps). This module adds the
+independent check: the gradient against central finite differences in float64,
+which catches a hand-derived or custom gradient that does not belong to the
+function. Float32 differences at the default step are at the edge of their own
+tolerance, which is why this runs under x64.
 """
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from jax.test_util import check_grads
-
-from .trees import assert_trees_close
+import numpy as np
 
 
 def enable_x64():
@@ -33,46 +28,15 @@ def enable_x64():
     return legacy_enable_x64()
 
 
-def to_float64(tree):
-    """Cast every floating leaf to float64 (call inside ``enable_x64()``)."""
-    return jax.tree.map(
-        lambda x: jnp.asarray(x, jnp.float64) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating) else x,
-        tree,
-    )
-
-
-def assert_grad_matches_reference(grad_fn, reference_fn, args, *, argnums=0, rtol=1e-5, atol=1e-6,
-                                  name="gradient"):
-    """``grad_fn(*args)`` must equal ``jax.grad(reference_fn, argnums)(*args)``.
-
-    ``grad_fn`` is whatever the student built (already a gradient function).
-    """
-    expected = jax.grad(reference_fn, argnums=argnums)(*args)
-    actual = grad_fn(*args)
-    assert_trees_close(actual, expected, rtol=rtol, atol=atol, name=name)
-
-
-def assert_grad_matches_finite_differences(fn, args, *, eps=1e-4, rtol=1e-4, atol=1e-4):
-    """Reverse-mode gradient of ``fn`` agrees with float64 central differences.
-
-    Keep ``args`` away from non-differentiable points (ReLU kinks, ``abs`` at 0):
-    a finite difference straddling a kink is wrong by design.
-    """
-    with enable_x64():
-        args64 = to_float64(tuple(args))
-        check_grads(fn, args64, order=1, modes=["rev"], eps=eps, atol=atol, rtol=rtol)
-
-
 def agrees_with_finite_differences(fn, args, *, eps=1e-4, rtol=1e-4, atol=1e-4, seed=0) -> bool:
     """True if the reverse-mode gradient of scalar ``fn`` matches float64 central differences.
 
     The check ``jax.test_util.check_grads(order=1, modes=["rev"])`` makes (one
     random direction: the directional derivative from differences against the
-    one from ``vjp``), compiled as one program instead of op by op, and returned
-    as a bool for the grader rather than raised. Keep ``args`` away from kinks.
+    one from ``vjp``), but compiled as one program (``check_grads`` runs op by op,
+    compiling each: slow inside an autograde), and returned as a
+    bool to report rather than raised. Keep ``args`` away from kinks.
     """
-    import numpy as np
-
     with enable_x64():
         args = jax.tree.map(lambda a: np.asarray(a, np.float64), tuple(args))
         r = np.random.RandomState(seed)

@@ -29,11 +29,6 @@ def random_params(sizes, seed: int, gain: float = 1.0):
             for m, n in zip(sizes[:-1], sizes[1:])]
 
 
-def one_hot(labels, classes: int):
-    """float32 one-hot rows for integer ``labels``."""
-    return put(np.eye(classes, dtype=np.float32)[np.asarray(labels)])
-
-
 def reference_apply(params, x):
     """ReLU on every hidden layer, raw logits out."""
     for layer in params[:-1]:
@@ -71,5 +66,5 @@ def away_from_kinks(sizes, seed: int, batch: int | None = None, min_gap: float =
         seed += 1000
 
 
-__all__ = ["away_from_kinks", "one_hot", "put", "random_params", "reference_apply", "reference_batch_loss",
+__all__ = ["away_from_kinks", "put", "random_params", "reference_apply", "reference_batch_loss",
            "reference_cross_entropy"]
