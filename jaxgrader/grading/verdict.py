@@ -291,8 +291,7 @@ def judge_cell(outputs, reference: list[dict]) -> list[dict]:
 
 # --------------------------------------------------------------------------- the reference run
 
-_reference_cache: dict[tuple[str, int], dict[str, list[dict]]] = {}
-_reference_stderr: dict[tuple[str, int], dict[str, str]] = {}
+_reference_cache: dict[tuple[str, int], tuple[dict[str, list[dict]], dict[str, str]]] = {}
 _reference_lock = threading.Lock()
 
 
@@ -306,6 +305,20 @@ def reference_reports(source_path: Path, config, seed: int | None = None) -> dic
     kernel manager, so sandboxed), once per notebook content and seed per process.
     Raises ReferenceError when a test cell fails on the instructor's own solution.
     """
+    return _reference_run(source_path, config, seed)[0]
+
+
+def reference_stderr(source_path: Path, config, seed: int | None = None) -> dict[str, str]:
+    """grade_id -> what the instructor's test cell wrote to stderr in the reference run.
+
+    From the same (cached) run as :func:`reference_reports`, so a check on it costs
+    no second execution of the notebook.
+    """
+    return _reference_run(source_path, config, seed)[1]
+
+
+def _reference_run(source_path: Path, config, seed: int | None):
+    """(reports, stderr) per test cell of one reference run, cached by notebook content and seed."""
     import nbformat
 
     seed = run_seed() if seed is None else seed
@@ -339,21 +352,8 @@ def reference_reports(source_path: Path, config, seed: int | None = None) -> dic
                 raise ReferenceError(f"{source_path}: test {meta.get('grade_id')} reports nothing: "
                                      "nothing for the grader to compare")
             result[meta["grade_id"]] = payloads
-        _reference_cache[cache_key] = result
-        _reference_stderr[cache_key] = stderr
-        return result
-
-
-def reference_stderr(source_path: Path, config, seed: int | None = None) -> dict[str, str]:
-    """grade_id -> what the instructor's test cell wrote to stderr in the reference run.
-
-    From the same (cached) run as :func:`reference_reports`, so a check on it costs
-    no second execution of the notebook.
-    """
-    seed = run_seed() if seed is None else seed
-    reference_reports(source_path, config, seed)
-    text = Path(source_path).read_text(encoding="utf-8")
-    return _reference_stderr[(hashlib.sha256(text.encode()).hexdigest(), seed)]
+        _reference_cache[cache_key] = result, stderr
+        return result, stderr
 
 
 def execute_reference(nb, config):
