@@ -40,7 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     for p in (demo, grade):
         p.add_argument("--unsandboxed", action="store_true",
                        help="grade without the kernel sandbox (student code runs with your permissions)")
-    sub.add_parser("release", help="regenerate release/ from source/ with nbgrader generate_assignment")
+    release = sub.add_parser("release", help="regenerate release/ from source/ with nbgrader generate_assignment")
+    release.add_argument("-a", "--assignment", action="append", help="only this assignment (repeatable)")
     trials = sub.add_parser("trials", help="check an assignment's tests against its solution, "
                             "its release and its wrong answers (demo/wrong-answers/)")
     trials.add_argument("assignment")
@@ -50,8 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "release":
             config = load_config(root)
-            generate(make_api(config), assignments_in(root))
-            print(f"release/ regenerated for {', '.join(assignments_in(root))}")
+            chosen = args.assignment or assignments_in(root)
+            generate(make_api(config), chosen)
+            print(f"release/ regenerated for {', '.join(chosen)}")
             return 0
         if args.command == "trials":
             return _trials(root, args.assignment, args.only)
