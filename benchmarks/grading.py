@@ -49,7 +49,7 @@ def build_class(course: Path, assignments: list[str], students: int) -> None:
     shutil.copy2(ROOT / "nbgrader_config.py", course)
     for assignment in assignments:
         shutil.copytree(ROOT / "source" / assignment, course / "source" / assignment)
-        kinds = list(trial_students(ROOT, assignment).items())
+        kinds = list(trial_students(ROOT, assignment, packed=False)[0].items())
         for i in range(students):
             _, notebooks = kinds[i % len(kinds)]
             write_submission(ROOT / "release" / assignment, course / "submitted" / f"student{i:02d}" / assignment,

@@ -3,7 +3,9 @@
 * the instructor's solution earns every auto-graded point;
 * the untouched release earns none;
 * each wrong-but-plausible answer (demo/wrong-answers/) loses exactly the test
-  cells it names and no others.
+  cells it names and no others, and a visible test catches it unless it says
+  ``visible = false``; at least 70% of a lesson's wrong answers are caught visibly,
+  and every exercise is tried by at least four.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from nbclient import NotebookClient
 
 from jaxgrader.grading.config import load_config
 from jaxgrader.grading.notebooks import autograded_tests, is_autograded_test, read_notebook
-from jaxgrader.grading.trials import expected_failures, run_trials, wrong_answers
+from jaxgrader import course_style
+from jaxgrader.grading.trials import outcomes, rates, run_trials, wrong_answers
 from jaxgrader.grading.verdict import reference_stderr
 
 from .conftest import ASSIGNMENTS, ROOT
@@ -25,18 +28,9 @@ def _source_notebooks(assignment):
     return sorted((ROOT / "source" / assignment).glob("*.ipynb"))
 
 
-def _report(results, expected, only=None):
-    problems = []
-    for student, result in results.items():
-        if only and student not in only:
-            continue
-        if result.error:
-            problems.append(f"{student}: grading failed: {result.error.strip().splitlines()[-1]}")
-            continue
-        lost = {gid for scores in result.scores.values() for gid, pts in scores.items() if pts == 0}
-        if lost != expected[student]:
-            problems.append(f"{student}: lost {sorted(lost)}, expected to lose {sorted(expected[student])}")
-    return problems
+def _problems(assignment, results, names):
+    return [f"{o.name}: {o.problem or f'lost {sorted(o.lost)}, expected {sorted(o.expected)}'}"
+            for o in outcomes(ROOT, assignment, results) if o.name in names and not o.ok]
 
 
 _TRIALS: dict[str, dict] = {}
@@ -62,18 +56,59 @@ def _trials(request, assignment, tmp_path_factory):
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_solution_full_marks_release_zero(assignment, request, tmp_path_factory):
     results = _trials(request, assignment, tmp_path_factory)
-    assert not _report(results, expected_failures(ROOT, assignment), only={"solution", "release"})
+    problems = _problems(assignment, results, {"solution", "release"})
+    assert not problems, "\n".join(problems)
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_each_wrong_answer_loses_exactly_its_part(assignment, request, tmp_path_factory):
     answers = wrong_answers(ROOT, assignment)
-    assert len(answers) >= 4, f"{assignment}: try the tests against at least four wrong answers"
     names = [f"wrong-{a['name']}" for a in answers]
     assert len(set(names)) == len(names), "wrong-answer names must be unique"
-    results = _trials(request, assignment, tmp_path_factory)
-    problems = _report(results, expected_failures(ROOT, assignment), only=set(names))
+    problems = _problems(assignment, _trials(request, assignment, tmp_path_factory), set(names))
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_visible_tests_catch_what_each_answer_says(assignment, request, tmp_path_factory):
+    """A wrong answer is caught by a visible test (the student finds out before submitting)
+    unless it declares ``visible = false``; and at least 70% of a lesson's are caught."""
+    found = [o for o in outcomes(ROOT, assignment, _trials(request, assignment, tmp_path_factory))
+             if o.name.startswith("wrong-")]
+    wrong = [f"{o.name}: {'caught' if o.visible else 'not caught'} by a visible test, declares visible = "
+             f"{str(o.declared_visible).lower()}" for o in found if o.visible != o.declared_visible]
+    assert not wrong, "\n".join(wrong)
+    r = rates(found)
+    assert r["flagged_visibly_rate"] >= 0.7, (
+        f"{assignment}: visible tests catch {r['flagged_visibly']} of {r['answers']} wrong answers (goal: 70%)")
+
+
+def _exercise_cells(nb) -> dict[int, set[str]]:
+    """Exercise number -> grade_ids of its cells (between its heading and the next)."""
+    cells: dict[int, set[str]] = {}
+    current = None
+    for cell in nb.cells:
+        match = course_style.EXERCISE_HEADING.search(cell.source) if cell.cell_type == "markdown" else None
+        if match:
+            current = int(match.group(1))
+            cells[current] = set()
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if current is not None and gid:
+            cells[current].add(gid)
+    return cells
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_exercise_is_tried_by_four_wrong_answers(assignment):
+    answers = wrong_answers(ROOT, assignment)
+    for path in _source_notebooks(assignment):
+        nb = read_notebook(path)
+        graded = set(autograded_tests(nb))
+        for number, cells in _exercise_cells(nb).items():
+            if not cells & graded:
+                continue  # a written answer, graded by hand
+            tried = [a["name"] for a in answers if a["cell"] in cells]
+            assert len(tried) >= 4, f"{path.name}: Exercise {number} is tried by {len(tried)} wrong answers {tried}"
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
@@ -181,3 +216,14 @@ def test_every_test_cell_reports_to_the_grader(assignment):
                 parts = cell.source.split("### BEGIN HIDDEN TESTS")
                 gid = cell.metadata.nbgrader.grade_id
                 assert len(parts) == 2 and "report(" in parts[1], f"{path.name}:{gid} has no hidden block that reports"
+
+
+def test_packing_keeps_answers_that_could_mask_each_other_apart():
+    from jaxgrader.grading.trials import pack
+
+    a = {"name": "a", "cell": "f", "fails": ["test_f"]}
+    b = {"name": "b", "cell": "f", "fails": ["test_f"]}            # same cell as a
+    c = {"name": "c", "cell": "g", "fails": ["test_g", "test_f"]}  # shares a failing test with a
+    d = {"name": "d", "cell": "h", "fails": ["test_h"]}
+    groups = [[x["name"] for x in g] for g in pack([a, b, c, d])]
+    assert groups == [["a", "d"], ["b"], ["c"]]

@@ -141,3 +141,14 @@ def test_the_package_is_split_along_the_trust_boundary():
         bad = [m for m in _imports(path) if "grading" in m]
         assert not bad, f"{path.name} imports grader code: {bad}"
     assert report.MIME == verdict.MIME and report.RULES == verdict.RULES
+
+
+def test_where_a_test_cell_stopped_is_read_from_its_own_line():
+    from jaxgrader.grading.verdict import stopped_in
+
+    source = "x = f(1)\nassert x == 2, 'f(1) should be 2'\n### BEGIN HIDDEN TESTS\n_report('f', f(3))\n### END HIDDEN TESTS"
+    frame = "\x1b[0;32mCell In[7], line {}\x1b[0m\n----> {} ..."
+    inner = "Cell In[3], line 9, in f(x)\n----> 9 raise ValueError"
+    assert stopped_in(source, {"traceback": ["---", frame.format(2, 2)]}) == "visible"
+    assert stopped_in(source, {"traceback": ["---", frame.format(4, 4), inner]}) == "hidden"
+    assert stopped_in(source, {"traceback": ["KeyError: 'x'"]}) == "unknown"

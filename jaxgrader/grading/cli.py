@@ -45,7 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     trials = sub.add_parser("trials", help="check an assignment's tests against its solution, "
                             "its release and its wrong answers (demo/wrong-answers/)")
     trials.add_argument("assignment")
-    trials.add_argument("--only", action="append", help="only this trial student (repeatable)")
+    trials.add_argument("--only", action="append", help="only this trial student, e.g. wrong-NAME (repeatable)")
+    trials.add_argument("--each", action="store_true",
+                        help="one trial student per wrong answer (default: answers to different cells share one)")
     args = parser.parse_args(argv)
     root = args.root.resolve()
     try:
@@ -56,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"release/ regenerated for {', '.join(chosen)}")
             return 0
         if args.command == "trials":
-            return _trials(root, args.assignment, args.only)
+            return _trials(root, args.assignment, args.only, packed=not args.each)
         students = None
         if args.command == "demo":
             from .demo import write_demo_submissions
@@ -79,26 +81,31 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if any(r.status == "error" for r in results) else 0
 
 
-def _trials(root: Path, assignment: str, only: list[str] | None) -> int:
-    """Print, per trial student, which test cells lost points against which should have."""
+def _trials(root: Path, assignment: str, only: list[str] | None, packed: bool = True) -> int:
+    """Print, per trial, whether it lost exactly the points it should and whether a visible test saw it."""
     import tempfile
 
-    from .trials import expected_failures, run_trials
+    from .trials import outcomes, rates, run_trials
 
-    expected = expected_failures(root, assignment)
     with tempfile.TemporaryDirectory() as tmp:
-        results = run_trials(root, assignment, Path(tmp), only=only)
+        results = run_trials(root, assignment, Path(tmp), only=only, packed=packed)
+    found = outcomes(root, assignment, results, packed=packed and only is None)
     bad = 0
-    for student, result in results.items():
-        if result.error:
-            print(f"{student:40s} ERROR {result.error.strip().splitlines()[-1]}")
-            bad += 1
-            continue
-        failed = {gid for scores in result.scores.values() for gid, pts in scores.items() if pts == 0}
-        ok = failed == expected[student]
-        bad += not ok
-        print(f"{student:40s} {'ok ' if ok else 'BAD'} lost: {sorted(failed)}"
-              + ("" if ok else f"  expected: {sorted(expected[student])}"))
+    for o in found:
+        seen = ""
+        if o.visible is not None:
+            seen = "seen by a visible test" if o.visible else "hidden tests only"
+            if o.visible != o.declared_visible:
+                seen += f" (BAD: declared visible = {str(o.declared_visible).lower()})"
+                bad += 1
+        status = "ok " if o.ok else "BAD"
+        bad += not o.ok
+        print(f"{o.name:40s} {status} {seen}" + (f"  {o.problem}" if o.problem else ""))
+    r = rates(found)
+    if r["answers"]:
+        print(f"\n{assignment}: {r['answers']} wrong answers; {r['lose_points']} ({r['lose_points_rate']:.0%}) "
+              f"lose points on hidden tests; {r['flagged_visibly']} ({r['flagged_visibly_rate']:.0%}) "
+              f"flagged by a visible test; graded as {len(results)} trial students")
     return 1 if bad else 0
 
 

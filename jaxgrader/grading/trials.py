@@ -12,6 +12,17 @@ checks that the solution earns every auto-graded point, the release none, and
 each wrong answer loses the points of exactly the test cells it names in
 ``fails`` and no others.
 
+Wrong answers that replace different cells and name disjoint ``fails`` are
+*packed* into one trial student (``wrong-pack-<k>``): that student must lose
+exactly the union of their ``fails``. A class of 100 wrong answers is then about
+as many autogrades as the exercise with the most wrong answers has, not 100.
+``pack=False`` (``jaxgrader trials --each``) grades one student per answer, to
+pin down which answer of a failing pack misbehaves.
+
+Each answer also says whether a *visible* test catches it: by default some test
+cell in its ``fails`` must stop in its visible part (the student sees the mistake
+before submitting); ``visible = false`` declares a mistake only hidden tests catch.
+
 A wrong-answers file looks like::
 
     [[answer]]
@@ -19,6 +30,7 @@ A wrong-answers file looks like::
     cell = "mlp_apply"               # grade_id of the solution cell it replaces
     fails = ["test_mlp_apply"]       # grade_ids of test cells that must score 0
     demo = true                      # optional: the demo student 'cy' makes this mistake
+    visible = false                  # optional: no visible test catches it (default true)
     why = "ReLU applied to the output layer too"
     code = '''
     def mlp_apply(params, x): ...
@@ -62,6 +74,12 @@ class TrialResult:
     student: str
     scores: dict[str, dict[str, float]]  # notebook -> grade_id -> auto score
     error: str = ""
+    visible: set[str] = dataclasses.field(default_factory=set)  # test cells that stopped in their visible part
+
+    @property
+    def lost(self) -> set[str]:
+        """Test cells that scored nothing."""
+        return {gid for scores in self.scores.values() for gid, pts in scores.items() if pts == 0}
 
 
 def scratch_course(root: Path, dest: Path, assignment: str, references: dict | None = None) -> Path:
@@ -92,8 +110,25 @@ def reference_of(root: Path, assignment: str) -> dict:
             for nb in source_notebooks(root, assignment)}
 
 
-def trial_students(root: Path, assignment: str) -> dict[str, dict[str, dict[str, str] | None]]:
-    """student -> notebook -> answers (None = release as is)."""
+def pack(answers: list[dict]) -> list[list[dict]]:
+    """Wrong answers grouped so that no two in a group replace the same cell or share a failing test.
+
+    Greedy, in file order: each answer joins the first group it does not collide with.
+    """
+    groups: list[list[dict]] = []
+    for answer in answers:
+        for group in groups:
+            if all(a["cell"] != answer["cell"] and not set(a["fails"]) & set(answer["fails"]) for a in group):
+                group.append(answer)
+                break
+        else:
+            groups.append([answer])
+    return groups
+
+
+def trial_students(root: Path, assignment: str, packed: bool = True
+                   ) -> tuple[dict[str, dict[str, dict[str, str] | None]], dict[str, list[dict]]]:
+    """(student -> notebook -> answers (None = release as is), student -> the wrong answers it holds)."""
     notebooks = source_notebooks(root, assignment)
     solutions = {nb: solutions_of(read_notebook(Path(root) / "source" / assignment / f"{nb}.ipynb"))
                  for nb in notebooks}
@@ -101,14 +136,21 @@ def trial_students(root: Path, assignment: str) -> dict[str, dict[str, dict[str,
         "solution": dict(solutions),
         "release": {nb: None for nb in notebooks},
     }
-    for wrong in wrong_answers(root, assignment):
-        owner = [nb for nb in notebooks if wrong["cell"] in solutions[nb]]
-        if not owner:
+    answers = wrong_answers(root, assignment)
+    for wrong in answers:
+        if not any(wrong["cell"] in solutions[nb] for nb in notebooks):
             raise ValueError(f"wrong answer {wrong['name']!r}: no solution cell {wrong['cell']!r} in {assignment}")
-        answers = {nb: dict(solutions[nb]) for nb in notebooks}
-        answers[owner[0]][wrong["cell"]] = wrong["code"]
-        students[f"wrong-{wrong['name']}"] = answers
-    return students
+    groups = pack(answers) if packed else [[a] for a in answers]
+    holds: dict[str, list[dict]] = {}
+    for k, group in enumerate(groups, 1):
+        name = f"wrong-pack-{k}" if packed else f"wrong-{group[0]['name']}"
+        filled = {nb: dict(solutions[nb]) for nb in notebooks}
+        for wrong in group:
+            owner = next(nb for nb in notebooks if wrong["cell"] in solutions[nb])
+            filled[owner][wrong["cell"]] = wrong["code"]
+        students[name] = filled
+        holds[name] = group
+    return students, holds
 
 
 def _grade_share(root: str, assignment: str, workdir: str, students: dict,
@@ -116,6 +158,12 @@ def _grade_share(root: str, assignment: str, workdir: str, students: dict,
     """One worker: a scratch course of its own (own gradebook), grading its share of students."""
     from nbgrader.api import Gradebook
 
+    from .verdict import stopped_part
+
+    import warnings
+
+    # nbgrader 0.9 trips SQLAlchemy's autoflush warnings on every autograde (as in `jaxgrader grade`).
+    warnings.filterwarnings("ignore", message=".*not in session.*")
     if seed is not None:
         os.environ["JAXGRADER_SEED"] = str(seed)
     course = scratch_course(Path(root), Path(workdir), assignment, references)
@@ -134,7 +182,7 @@ def _grade_share(root: str, assignment: str, workdir: str, students: dict,
         if not graded["success"]:
             out[student] = TrialResult(student, {}, graded.get("error") or graded.get("log") or "failed")
             continue
-        per_nb = {}
+        per_nb, visible = {}, set()
         with Gradebook(db_url) as gb:
             for nb_name in students[student]:
                 source = read_notebook(course / "source" / assignment / f"{nb_name}.ipynb")
@@ -142,12 +190,15 @@ def _grade_share(root: str, assignment: str, workdir: str, students: dict,
                     gid: float(gb.find_grade(gid, nb_name, assignment, student).auto_score or 0.0)
                     for gid in autograded_tests(source)
                 }
-        out[student] = TrialResult(student, per_nb)
+                graded = read_notebook(course / "autograded" / student / assignment / f"{nb_name}.ipynb")
+                visible |= {c.metadata.nbgrader.grade_id for c in graded.cells
+                            if c.metadata.get("nbgrader", {}).get("grade") and stopped_part(c) == "visible"}
+        out[student] = TrialResult(student, per_nb, visible=visible)
     return out
 
 
 def run_trials(root: Path, assignment: str, workdir: Path, only: list[str] | None = None,
-               workers: int | None = None) -> dict[str, TrialResult]:
+               workers: int | None = None, packed: bool = True) -> dict[str, TrialResult]:
     """Autograde every trial student of ``assignment`` with real nbgrader.
 
     Students are shared out over ``workers`` processes (default: CPU count),
@@ -156,9 +207,12 @@ def run_trials(root: Path, assignment: str, workdir: Path, only: list[str] | Non
     """
     from concurrent.futures import ProcessPoolExecutor
 
-    students = trial_students(root, assignment)
+    students, _ = trial_students(root, assignment, packed=packed and only is None)
     if only is not None:
         students = {k: v for k, v in students.items() if k in only}
+        unknown = set(only) - set(students)
+        if unknown:
+            raise ValueError(f"no trial student {sorted(unknown)} in {assignment} (names: {sorted(students)})")
     workers = max(1, min(workers or os.cpu_count() or 1, len(students)))
     names = list(students)
     shares = [{n: students[n] for n in names[i::workers]} for i in range(workers)]
@@ -177,13 +231,69 @@ def run_trials(root: Path, assignment: str, workdir: Path, only: list[str] | Non
     return {n: out[n] for n in names}
 
 
-def expected_failures(root: Path, assignment: str) -> dict[str, set[str]]:
-    """trial student -> grade_ids that must score 0 (solution: none; release: all)."""
-    notebooks = source_notebooks(root, assignment)
-    all_tests = set()
-    for nb in notebooks:
-        all_tests |= set(autograded_tests(read_notebook(Path(root) / "source" / assignment / f"{nb}.ipynb")))
-    expected = {"solution": set(), "release": all_tests}
-    for wrong in wrong_answers(root, assignment):
-        expected[f"wrong-{wrong['name']}"] = set(wrong["fails"])
-    return expected
+def all_tests(root: Path, assignment: str) -> set[str]:
+    """grade_ids of every auto-graded test cell of ``assignment``."""
+    tests: set[str] = set()
+    for nb in source_notebooks(root, assignment):
+        tests |= set(autograded_tests(read_notebook(Path(root) / "source" / assignment / f"{nb}.ipynb")))
+    return tests
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What happened to one trial: a wrong answer (or the solution / the release)."""
+
+    name: str  # "solution", "release" or "wrong-<answer name>"
+    student: str  # the trial student it was graded as
+    ok: bool  # lost exactly what it should (for a packed answer: its pack did)
+    lost: set[str]
+    expected: set[str]
+    visible: bool | None = None  # a visible test caught it (wrong answers only)
+    declared_visible: bool | None = None
+    problem: str = ""
+
+
+def outcomes(root: Path, assignment: str, results: dict[str, TrialResult], packed: bool = True) -> list[Outcome]:
+    """One outcome per trial (solution, release, each wrong answer) from graded trial students."""
+    _, holds = trial_students(root, assignment, packed=packed)
+    tests = all_tests(root, assignment)
+    out = []
+    for name, expected in (("solution", set()), ("release", tests)):
+        if name in results:
+            r = results[name]
+            out.append(Outcome(name, name, not r.error and r.lost == expected, r.lost, expected,
+                               problem=_last(r.error)))
+    for student, group in holds.items():
+        if student not in results:
+            continue
+        r = results[student]
+        union = set().union(*(set(a["fails"]) for a in group))
+        extra = r.lost - union
+        for answer in group:
+            fails = set(answer["fails"])
+            problem = _last(r.error)
+            if not problem and not fails <= r.lost:
+                problem = f"kept the points of {sorted(fails - r.lost)}"
+            others = [a["name"] for a in group if a is not answer]
+            if not problem and extra:
+                problem = (f"its trial student also lost {sorted(extra)}"
+                           + (f" (packed with {', '.join(others)}: `jaxgrader trials --each` tells which)"
+                              if others else ""))
+            out.append(Outcome(f"wrong-{answer['name']}", student, not problem, r.lost, fails,
+                               visible=bool(fails & r.visible), declared_visible=bool(answer.get("visible", True)),
+                               problem=problem))
+    return out
+
+
+def _last(error: str) -> str:
+    return error.strip().splitlines()[-1] if error and error.strip() else ""
+
+
+def rates(found: list[Outcome]) -> dict[str, float | int]:
+    """Counts over the wrong answers: how many lose points on hidden tests, how many a visible test flags."""
+    wrong = [o for o in found if o.name.startswith("wrong-")]
+    n = len(wrong)
+    hidden = sum(1 for o in wrong if o.expected and o.expected <= o.lost)
+    seen = sum(1 for o in wrong if o.visible)
+    return {"answers": n, "lose_points": hidden, "flagged_visibly": seen,
+            "lose_points_rate": hidden / n if n else 0.0, "flagged_visibly_rate": seen / n if n else 0.0}

@@ -409,12 +409,44 @@ _KNOWN_ERRORS = {
 }
 
 
-def _summary(text: str, parts: list[dict]):
+def _summary(text: str, parts: list[dict], stopped: str | None = None):
     """The grader's line, with every part's result in the output's metadata (for records)."""
     from nbformat import NotebookNode
 
-    return NotebookNode(output_type="display_data", data={"text/plain": text},
-                        metadata={"jaxgrader": {"parts": parts}})
+    meta = {"parts": parts}
+    if stopped:
+        meta["stopped"] = stopped
+    return NotebookNode(output_type="display_data", data={"text/plain": text}, metadata={"jaxgrader": meta})
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_CELL_LINE = re.compile(r"(?:Cell In\[\d+\], line (\d+)|^-+> ?(\d+))", re.MULTILINE)
+
+
+def stopped_in(source: str, error_output) -> str:
+    """Which part of a test cell raised: "visible", "hidden" or "unknown".
+
+    Read from the traceback's outermost frame (the test cell's own line). Used for
+    statistics only (does a visible test catch this mistake, before the student
+    submits?), never for scores: the traceback is kernel output.
+    """
+    frames = [_ANSI.sub("", str(t)) for t in error_output.get("traceback", [])]
+    hidden_from = source.split("### BEGIN HIDDEN TESTS")[0].count("\n") + 1
+    for frame in frames:
+        match = _CELL_LINE.search(frame)
+        if match:
+            line = int(match.group(1) or match.group(2))
+            return "visible" if line < hidden_from else "hidden"
+    return "unknown"
+
+
+def stopped_part(cell) -> str | None:
+    """Where a judged test cell stopped (see stopped_in), or None if it ran to the end."""
+    for output in cell.get("outputs", []):
+        meta = output.get("metadata", {}) if output.get("output_type") == "display_data" else {}
+        if isinstance(meta, dict) and isinstance(meta.get("jaxgrader"), dict):
+            return meta["jaxgrader"].get("stopped")
+    return None
 
 
 def parts_of(cell) -> list[dict]:
@@ -482,6 +514,7 @@ class Verdict(NbGraderPreprocessor):
         if stopped is not None:
             lines.insert(0, _visible_message(cell, stopped))
         passed = len(parts) - len(failed)
-        cell.outputs = [_summary(f"failed: {len(failed)} of {len(parts)} checks ({passed} passed)", parts),
+        where = stopped_in(cell.source, stopped) if stopped is not None else None
+        cell.outputs = [_summary(f"failed: {len(failed)} of {len(parts)} checks ({passed} passed)", parts, where),
                         _error("; ".join(lines))]
         return cell, resources
