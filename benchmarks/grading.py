@@ -20,6 +20,16 @@ Prints, per backend: wall seconds for the class run (stock: both nbgrader comman
 Dask: not counting the cluster's start), submissions per minute, the
 coordinator's fixed costs (reference run, generate) and the per-submission overhead:
 a task's seconds minus the seconds its notebooks executed (kernel start included).
+
+It also prints the CPU seconds the machine was busy during each backend's run (so run it
+on an otherwise idle machine) and so how many cores a backend kept busy. Stock nbgrader is serial, but its kernel is not: XLA runs each computation on a
+thread pool, so one submission keeps more than one core busy. The speed-up any
+parallel backend can reach on N cores is at most N / (stock's busy cores).
+
+``breakdown`` (part of the default run) times where one submission's seconds go, for the
+solution of each assignment: starting a process and importing the grader, starting a
+sandboxed kernel, ``import jax``, JAX's tracing and compilation (jax.monitoring's
+durations), and the rest of the notebook's own work.
 """
 
 from __future__ import annotations
@@ -118,12 +128,91 @@ def _jaxgrader(course: Path, assignments: list[str], **backend) -> dict:
     return info
 
 
+def _cpu_seconds() -> float:
+    """Busy CPU seconds of the whole machine so far (all cores, from /proc/stat).
+
+    Machine-wide, because a sandboxed kernel's CPU time never reaches the grader's
+    rusage (it runs in its own PID namespace). So run the benchmark on an otherwise idle
+    machine: the load average printed with the results tells whether it was.
+    """
+    with open("/proc/stat") as fh:
+        fields = [int(x) for x in fh.readline().split()[1:]]
+    busy = sum(fields[:8]) - fields[3] - fields[4]  # all but idle and iowait
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+_TIMING_CELL = """\
+import time as _bench_time
+_bench_t0 = _bench_time.perf_counter()
+import jax as _bench_jax
+_bench_import_jax = _bench_time.perf_counter() - _bench_t0
+_bench_compile = [0.0]
+def _bench_listener(event, duration, **kwargs):
+    if "compile" in event or "trace" in event or "lower" in event or "mlir" in event:
+        _bench_compile[0] += duration
+_bench_jax.monitoring.register_event_duration_secs_listener(_bench_listener)
+"""
+_REPORT_CELL = "print('BENCH', _bench_import_jax, _bench_compile[0])"
+
+
+def breakdown(assignments: list[str]) -> list[tuple[str, dict]]:
+    """Where one submission's seconds go, per assignment (its solution, in the course's sandbox)."""
+    import asyncio
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    from jaxgrader.grading.config import load_config
+    from jaxgrader.grading.notebooks import fill_answers, read_notebook, solutions_of
+    from jaxgrader.grading.sandbox import SandboxedKernelManager
+
+    config = load_config(ROOT)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import nbgrader.apps, jaxgrader.grading.task, jaxgrader.grading.verdict"],
+                   check=True)
+    imports = time.perf_counter() - start
+
+    async def kernel_start() -> float:
+        km = SandboxedKernelManager(config=config, kernel_name="python3")
+        t0 = time.perf_counter()
+        await km.start_kernel()
+        kc = km.client()
+        kc.start_channels()
+        await kc.wait_for_ready(timeout=120)
+        elapsed = time.perf_counter() - t0
+        kc.stop_channels()
+        await km.shutdown_kernel(now=True)
+        return elapsed
+
+    kernel = min(asyncio.run(kernel_start()) for _ in range(3))
+    rows = []
+    for assignment in assignments:
+        for path in sorted((ROOT / "source" / assignment).glob("*.ipynb")):
+            nb = fill_answers(read_notebook(ROOT / "release" / assignment / path.name),
+                              solutions_of(read_notebook(path)))
+            nb.cells.insert(0, nbformat.v4.new_code_cell(_TIMING_CELL))
+            nb.cells.append(nbformat.v4.new_code_cell(_REPORT_CELL))
+            with tempfile.TemporaryDirectory() as tmp:
+                t0 = time.perf_counter()
+                NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
+                               kernel_manager_class=SandboxedKernelManager, config=config,
+                               resources={"metadata": {"path": tmp}}).execute()
+                total = time.perf_counter() - t0
+            text = "".join(o.get("text", "") for o in nb.cells[-1].outputs)
+            _, import_jax, compile_s = text.split()[:3] if text.startswith("BENCH") else ("", "nan", "nan")
+            rows.append((f"{assignment}/{path.stem}", {
+                "process start + imports": imports, "kernel start (sandboxed)": kernel,
+                "import jax": float(import_jax), "tracing + compilation": float(compile_s),
+                "notebook's own work": total - kernel - float(import_jax) - float(compile_s), "total": total}))
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=6)
     parser.add_argument("-a", "--assignment", action="append")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
-    parser.add_argument("--only", action="append", choices=("stock", "local", "unsandboxed", "dask"))
+    parser.add_argument("--only", action="append", choices=("stock", "local", "unsandboxed", "dask", "breakdown"))
     args = parser.parse_args()
     os.environ["PATH"] = f"{BIN}{os.pathsep}{os.environ['PATH']}"
     os.environ.setdefault("JAXGRADER_SEED", "1234")
@@ -132,31 +221,54 @@ def main() -> int:
     if unknown:
         raise SystemExit(f"no such assignment: {', '.join(sorted(unknown))}")
     rows = []
-    for name in args.only or ("stock", "local", "unsandboxed", "dask"):
+    chosen = args.only or ("stock", "local", "unsandboxed", "dask", "breakdown")
+    for name in (n for n in chosen if n != "breakdown"):
         with tempfile.TemporaryDirectory(prefix=f"jaxgrader-bench-{name}-") as tmp:
             course = Path(tmp) / "course"
             course.mkdir()
             build_class(course, assignments, args.students)
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), _cpu_seconds()
             info = globals()[name](course, assignments, args.workers)
+            info["cpu"] = _cpu_seconds() - cpu
             # the class run itself (for Dask: not the cluster's start, which a teacher does once)
             rows.append((name, info.get("wall", time.perf_counter() - start), info))
     n = args.students * len(assignments)
-    print(f"\n{n} submissions ({args.students} students x {', '.join(assignments)}), {args.workers} workers, "
-          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
-    print("| backend | seconds | submissions/min | reference run s | generate s | grading s "
-          "| per submission: execute s | overhead s |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for name, seconds, info in rows:
-        refs = sum(info.get("reference_seconds", {}).values())
-        cells = [f"{refs:.1f}" if info else "", f"{info['generate_seconds']:.1f}" if info else "",
-                 f"{info['grade_seconds']:.1f}" if info else "", f"{info['execute_s']:.1f}" if info else "",
-                 f"{info['overhead_s']:.2f}" if info else ""]
-        print(f"| {name} | {seconds:.0f} | {60 * n / seconds:.1f} | " + " | ".join(cells) + " |")
-    for name, _, info in rows:
-        if info.get("write_seconds") is not None:
-            print(f"{name}: the coordinator spent {info['write_seconds']:.1f} s writing {n} records to the gradebook "
-                  f"({info['write_seconds'] / n:.3f} s each)")
+    if rows:
+        print(f"\n{n} submissions ({args.students} students x {', '.join(assignments)}), {args.workers} workers, "
+              f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+        print("| backend | seconds | submissions/min | reference run s | generate s | grading s "
+              "| per submission: execute s | overhead s |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for name, seconds, info in rows:
+            refs = sum(info.get("reference_seconds", {}).values())
+            ours = "grade_seconds" in info  # stock nbgrader reports none of these
+            cells = [f"{refs:.1f}" if ours else "", f"{info['generate_seconds']:.1f}" if ours else "",
+                     f"{info['grade_seconds']:.1f}" if ours else "", f"{info['execute_s']:.1f}" if ours else "",
+                     f"{info['overhead_s']:.2f}" if ours else ""]
+            print(f"| {name} | {seconds:.0f} | {60 * n / seconds:.1f} | " + " | ".join(cells) + " |")
+        for name, _, info in rows:
+            if info.get("write_seconds") is not None:
+                print(f"{name}: the coordinator spent {info['write_seconds']:.1f} s writing {n} records to the gradebook "
+                      f"({info['write_seconds'] / n:.3f} s each)")
+        print("\n| backend | CPU s | CPU s per submission | cores busy (CPU s / wall s) |")
+        print("|---|---:|---:|---:|")
+        for name, seconds, info in rows:
+            print(f"| {name} | {info['cpu']:.0f} | {info['cpu'] / n:.1f} | {info['cpu'] / seconds:.2f} |")
+        walls = {name: seconds for name, seconds, _ in rows}
+        if "stock" in walls:
+            busy = rows[[r[0] for r in rows].index("stock")][2]["cpu"] / walls["stock"]
+            cores = os.cpu_count() or 1
+            print(f"stock nbgrader keeps {busy:.2f} cores busy: on {cores} cores no backend can beat it by more than "
+                  f"{cores / busy:.2f}x; measured: " + ", ".join(f"{name} {walls['stock'] / s:.2f}x"
+                                                              for name, s in walls.items() if name != "stock"))
+    if "breakdown" in chosen:
+        parts = breakdown(assignments)
+        names = list(parts[0][1])
+        print("\nwhere one submission's seconds go (its solution, sandboxed):")
+        print("| notebook | " + " | ".join(names) + " |")
+        print("|---|" + "---:|" * len(names))
+        for nb_name, row in parts:
+            print(f"| {nb_name} | " + " | ".join(f"{row[k]:.2f}" for k in names) + " |")
     by_name = {name: info for name, _, info in rows}
     if by_name.get("local") and by_name.get("unsandboxed"):
         sandboxed, plain = by_name["local"], by_name["unsandboxed"]
