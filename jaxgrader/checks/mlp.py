@@ -46,6 +46,30 @@ def reference_batch_loss(params, X, Y):
     return jnp.mean(jax.vmap(reference_cross_entropy, in_axes=(None, 0, 0))(params, X, Y))
 
 
+def random_residual_params(width: int, depth: int, out_dim: int, seed: int, gain: float = 1.0):
+    """Random ``{"hidden": [{"W": (width, width), "b": (width,)}] * depth, "out": {"W": (width, out_dim), "b": (out_dim,)}}``.
+
+    The parameters of the residual network of the assignment's transfer exercise,
+    drawn with NumPy like :func:`random_params`.
+    """
+    layers = random_params([width] * (depth + 1) + [out_dim], seed, gain)
+    return {"hidden": layers[:-1], "out": layers[-1]}
+
+
+def reference_residual_apply(params, x):
+    """One example through the residual network: ``h = h + tanh(h @ W + b)`` per block, then a linear head."""
+    h = x
+    for layer in params["hidden"]:
+        h = h + jnp.tanh(h @ layer["W"] + layer["b"])
+    return h @ params["out"]["W"] + params["out"]["b"]
+
+
+def reference_mse_loss(params, X, t):
+    """Mean squared error of the single-output residual network over a batch, ``t`` of shape ``(B,)``."""
+    predictions = jax.vmap(reference_residual_apply, in_axes=(None, 0))(params, X)[:, 0]
+    return jnp.mean((predictions - t) ** 2)
+
+
 def away_from_kinks(sizes, seed: int, batch: int | None = None, min_gap: float = 0.05):
     """Parameters and an input (or a batch) whose hidden pre-activations all stay ``min_gap`` from 0.
 
@@ -66,5 +90,5 @@ def away_from_kinks(sizes, seed: int, batch: int | None = None, min_gap: float =
         seed += 1000
 
 
-__all__ = ["away_from_kinks", "put", "random_params", "reference_apply", "reference_batch_loss",
-           "reference_cross_entropy"]
+__all__ = ["away_from_kinks", "put", "random_params", "random_residual_params", "reference_apply",
+           "reference_batch_loss", "reference_cross_entropy", "reference_mse_loss", "reference_residual_apply"]
