@@ -1,6 +1,6 @@
 """Known-good pieces of lesson 4's training loop, for hidden tests that isolate one exercise.
 
-``train_step`` uses the ``loss_fn`` and ``optimizer`` in the notebook's scope; a
+``train_step`` (and ``accumulate_step``) uses the ``loss_fn`` and ``optimizer`` in the notebook's scope; a
 test of ``train_step`` swaps in these so that a wrong ``loss_fn`` or
 ``make_optimizer`` loses only its own points. Built from the notebook's own
 constants and ``mlp_apply`` (passed in), so they follow the lesson if it changes.
@@ -47,6 +47,26 @@ def reference_train_step(loss_fn, optimizer):
     return train_step
 
 
+def reference_accumulate_grads(loss_fn):
+    """``accumulate_grads(params, xs, ys) -> ((loss, metrics), grads)``, averaged over ``k`` micro-batches.
+
+    ``xs``: ``(k, B, ...)``, ``ys``: ``(k, B)``. A hidden test of ``accumulate_step`` swaps this in for
+    the student's ``accumulate_grads``, so that a wrong accumulation loses only its own points. With
+    equal micro-batches and a mean loss it equals ``value_and_grad`` on the concatenated batch.
+    """
+    grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
+
+    def accumulate_grads(params, xs, ys):
+        def add(total, batch):
+            return jax.tree.map(jnp.add, total, grad_fn(params, batch)), None
+
+        shapes = jax.eval_shape(grad_fn, params, (xs[0], ys[0]))
+        total, _ = jax.lax.scan(add, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes), (xs, ys))
+        return jax.tree.map(lambda t: t / xs.shape[0], total)
+
+    return accumulate_grads
+
+
 def same_values(a, b) -> bool:
     """Same tree structure and bit-identical leaves."""
     import numpy as np
@@ -55,4 +75,4 @@ def same_values(a, b) -> bool:
             and all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b))))
 
 
-__all__ = ["reference_loss_fn", "reference_optimizer", "reference_train_step", "same_values", "weights_only"]
+__all__ = ["reference_accumulate_grads", "reference_loss_fn", "reference_optimizer", "reference_train_step", "same_values", "weights_only"]
