@@ -152,3 +152,10 @@ def test_where_a_test_cell_stopped_is_read_from_its_own_line():
     assert stopped_in(source, {"traceback": ["---", frame.format(2, 2)]}) == "visible"
     assert stopped_in(source, {"traceback": ["---", frame.format(4, 4), inner]}) == "hidden"
     assert stopped_in(source, {"traceback": ["KeyError: 'x'"]}) == "unknown"
+    # a chained exception: the first one raised in another cell (e.g. the setup cell's helper)
+    setup = "Cell In[1], line 40, in helper()\n----> 40 raise ValueError"
+    chained = [setup, "ValueError: x", "\nDuring handling of the above exception, another exception occurred:\n",
+               frame.format(2, 2), "AssertionError: f(1) should be 2"]
+    assert stopped_in(source, {"traceback": chained}, execution_count=7) == "visible"
+    # a frame of a function defined in an earlier cell is not the test cell's line
+    assert stopped_in(source, {"traceback": [inner, frame.format(4, 4)]}, execution_count=7) == "hidden"

@@ -420,23 +420,25 @@ def _summary(text: str, parts: list[dict], stopped: str | None = None):
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_CELL_LINE = re.compile(r"(?:Cell In\[\d+\], line (\d+)|^-+> ?(\d+))", re.MULTILINE)
+_CELL_LINE = re.compile(r"Cell In\[(\d+)\], line (\d+)")
+_CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 
 
-def stopped_in(source: str, error_output) -> str:
+def stopped_in(source: str, error_output, execution_count: int | None = None) -> str:
     """Which part of a test cell raised: "visible", "hidden" or "unknown".
 
-    Read from the traceback's outermost frame (the test cell's own line). Used for
-    statistics only (does a visible test catch this mistake, before the student
-    submits?), never for scores: the traceback is kernel output.
+    Read from the traceback: in the last exception of a chain, the first frame in the
+    test cell itself (``Cell In[<its execution count>]``) gives the line that raised.
+    Used for statistics only (does a visible test catch this mistake, before the
+    student submits?), never for scores: the traceback is kernel output.
     """
     frames = [_ANSI.sub("", str(t)) for t in error_output.get("traceback", [])]
+    last = max((i for i, f in enumerate(frames) if any(m in f for m in _CHAINED)), default=-1)
     hidden_from = source.split("### BEGIN HIDDEN TESTS")[0].count("\n") + 1
-    for frame in frames:
-        match = _CELL_LINE.search(frame)
-        if match:
-            line = int(match.group(1) or match.group(2))
-            return "visible" if line < hidden_from else "hidden"
+    for frame in frames[last + 1:]:
+        for match in _CELL_LINE.finditer(frame):
+            if execution_count is None or int(match.group(1)) == execution_count:
+                return "visible" if int(match.group(2)) < hidden_from else "hidden"
     return "unknown"
 
 
@@ -514,7 +516,7 @@ class Verdict(NbGraderPreprocessor):
         if stopped is not None:
             lines.insert(0, _visible_message(cell, stopped))
         passed = len(parts) - len(failed)
-        where = stopped_in(cell.source, stopped) if stopped is not None else None
+        where = stopped_in(cell.source, stopped, cell.get("execution_count")) if stopped is not None else None
         cell.outputs = [_summary(f"failed: {len(failed)} of {len(parts)} checks ({passed} passed)", parts, where),
                         _error("; ".join(lines))]
         return cell, resources
