@@ -222,8 +222,9 @@ def test_packing_keeps_answers_that_could_mask_each_other_apart():
     from jaxgrader.grading.trials import pack
 
     a = {"name": "a", "cell": "f", "fails": ["test_f"]}
-    b = {"name": "b", "cell": "f", "fails": ["test_f"]}            # same cell as a
-    c = {"name": "c", "cell": "g", "fails": ["test_g", "test_f"]}  # shares a failing test with a
-    d = {"name": "d", "cell": "h", "fails": ["test_h"]}
-    groups = [[x["name"] for x in g] for g in pack([a, b, c, d])]
-    assert groups == [["a", "d"], ["b"], ["c"]]
+    b = {"name": "b", "cell": "f", "fails": ["test_f"]}                   # same cell as a
+    c = {"name": "c", "cell": "g", "fails": ["test_f"]}                   # nothing of its own beside a
+    d = {"name": "d", "cell": "h", "fails": ["test_h", "test_accuracy"]}
+    e = {"name": "e", "cell": "i", "fails": ["test_i", "test_accuracy"]}  # shares only the end-to-end test
+    groups = [[x["name"] for x in g] for g in pack([a, b, c, d, e])]
+    assert groups == [["a", "d", "e"], ["b"], ["c"]]

@@ -12,10 +12,10 @@ checks that the solution earns every auto-graded point, the release none, and
 each wrong answer loses the points of exactly the test cells it names in
 ``fails`` and no others.
 
-Wrong answers that replace different cells and name disjoint ``fails`` are
-*packed* into one trial student (``wrong-pack-<k>``): that student must lose
-exactly the union of their ``fails``. A class of 100 wrong answers is then about
-as many autogrades as the exercise with the most wrong answers has, not 100.
+Wrong answers that replace different cells, each with a failing test no other
+claims, are *packed* into one trial student (``wrong-pack-<k>``, see ``pack``): that
+student must lose exactly the union of their ``fails``. A class of 100 wrong answers
+is then about as many autogrades as the exercise with the most wrong answers has, not 100.
 ``pack=False`` (``jaxgrader trials --each``) grades one student per answer, to
 pin down which answer of a failing pack misbehaves.
 
@@ -110,15 +110,26 @@ def reference_of(root: Path, assignment: str) -> dict:
             for nb in source_notebooks(root, assignment)}
 
 
-def pack(answers: list[dict]) -> list[list[dict]]:
-    """Wrong answers grouped so that no two in a group replace the same cell or share a failing test.
+def own_tests(answer: dict, group: list[dict]) -> set[str]:
+    """The failing tests ``answer`` claims that no other answer in ``group`` claims."""
+    others = set().union(*(set(a["fails"]) for a in group if a is not answer))
+    return set(answer["fails"]) - others
 
-    Greedy, in file order: each answer joins the first group it does not collide with.
+
+def pack(answers: list[dict]) -> list[list[dict]]:
+    """Wrong answers grouped into trial students whose mistakes can be told apart.
+
+    In a group no two answers replace the same cell, and every answer keeps at least
+    one failing test of its own (claimed by no other member), so each answer is seen
+    to lose points. Tests several members claim (an end-to-end accuracy test that any
+    broken part fails) may be shared: the group must still lose them, but which member
+    lost them is only told by ``--each``. Greedy, in file order.
     """
     groups: list[list[dict]] = []
     for answer in answers:
         for group in groups:
-            if all(a["cell"] != answer["cell"] and not set(a["fails"]) & set(answer["fails"]) for a in group):
+            merged = group + [answer]
+            if all(a["cell"] != answer["cell"] for a in group) and all(own_tests(a, merged) for a in merged):
                 group.append(answer)
                 break
         else:
@@ -279,9 +290,10 @@ def outcomes(root: Path, assignment: str, results: dict[str, TrialResult], packe
                 problem = (f"its trial student also lost {sorted(extra)}"
                            + (f" (packed with {', '.join(others)}: `jaxgrader trials --each` tells which)"
                               if others else ""))
+            # a visible stop in a test other members also claim is not this answer's doing
             out.append(Outcome(f"wrong-{answer['name']}", student, not problem, r.lost, fails,
-                               visible=bool(fails & r.visible), declared_visible=bool(answer.get("visible", True)),
-                               problem=problem))
+                               visible=bool(own_tests(answer, group) & r.visible),
+                               declared_visible=bool(answer.get("visible", True)), problem=problem))
     return out
 
 
