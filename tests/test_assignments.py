@@ -223,8 +223,11 @@ def test_packing_keeps_answers_that_could_mask_each_other_apart():
 
     a = {"name": "a", "cell": "f", "fails": ["test_f"]}
     b = {"name": "b", "cell": "f", "fails": ["test_f"]}                   # same cell as a
-    c = {"name": "c", "cell": "g", "fails": ["test_f"]}                   # nothing of its own beside a
+    c = {"name": "c", "cell": "g", "fails": ["test_f", "test_g"]}         # claims a's and b's test too
     d = {"name": "d", "cell": "h", "fails": ["test_h", "test_accuracy"]}
     e = {"name": "e", "cell": "i", "fails": ["test_i", "test_accuracy"]}  # shares only the end-to-end test
-    groups = [[x["name"] for x in g] for g in pack([a, b, c, d, e])]
-    assert groups == [["a", "d", "e"], ["b"], ["c"]]
+    f = {"name": "f", "cell": "j", "fails": ["test_accuracy"]}            # nothing of its own: alone
+    groups = [[x["name"] for x in g] for g in pack([a, b, c, d, e, f], shared={"test_accuracy"})]
+    assert groups == [["a", "d", "e"], ["b"], ["c"], ["f"]]
+    strict = [[x["name"] for x in g] for g in pack([a, b, c, d, e, f])]
+    assert strict == [["a", "d"], ["b", "e"], ["c", "f"]]

@@ -12,9 +12,10 @@ checks that the solution earns every auto-graded point, the release none, and
 each wrong answer loses the points of exactly the test cells it names in
 ``fails`` and no others.
 
-Wrong answers that replace different cells, each with a failing test no other
-claims, are *packed* into one trial student (``wrong-pack-<k>``, see ``pack``): that
-student must lose exactly the union of their ``fails``. A class of 100 wrong answers
+Wrong answers that replace different cells and claim different tests (except
+the tests the file declares ``shared``, e.g. a final accuracy) are *packed* into one
+trial student (``wrong-pack-<k>``, see ``pack``): that student must lose exactly the
+union of their ``fails``. A class of 100 wrong answers
 is then about as many autogrades as the exercise with the most wrong answers has, not 100.
 ``pack=False`` (``jaxgrader trials --each``) grades one student per answer, to
 pin down which answer of a failing pack misbehaves.
@@ -24,6 +25,8 @@ cell in its ``fails`` must stop in its visible part (the student sees the mistak
 before submitting); ``visible = false`` declares a mistake only hidden tests catch.
 
 A wrong-answers file looks like::
+
+    shared = ["test_accuracy"]       # optional: end-to-end tests many answers may share in a pack
 
     [[answer]]
     name = "relu-on-logits"          # short, unique
@@ -110,26 +113,41 @@ def reference_of(root: Path, assignment: str) -> dict:
             for nb in source_notebooks(root, assignment)}
 
 
-def own_tests(answer: dict, group: list[dict]) -> set[str]:
-    """The failing tests ``answer`` claims that no other answer in ``group`` claims."""
+def shared_tests(root: Path, assignment: str) -> set[str]:
+    """Tests the wrong-answers file declares shared (top-level ``shared = [...]``): end-to-end
+    tests, such as a final accuracy, that mistakes in many different cells break."""
+    path = Path(root) / "demo" / "wrong-answers" / f"{assignment}.toml"
+    if not path.exists():
+        return set()
+    with path.open("rb") as fh:
+        return set(tomllib.load(fh).get("shared", []))
+
+
+def own_tests(answer: dict, group: list[dict], shared: set[str] = frozenset()) -> set[str]:
+    """The failing tests ``answer`` claims that are not shared and no other answer in ``group`` claims
+    (alone in its group: every test it claims)."""
+    if len(group) == 1:
+        return set(answer["fails"])
     others = set().union(*(set(a["fails"]) for a in group if a is not answer))
-    return set(answer["fails"]) - others
+    return set(answer["fails"]) - others - set(shared)
 
 
-def pack(answers: list[dict]) -> list[list[dict]]:
+def pack(answers: list[dict], shared: set[str] = frozenset()) -> list[list[dict]]:
     """Wrong answers grouped into trial students whose mistakes can be told apart.
 
-    In a group no two answers replace the same cell, and every answer keeps at least
-    one failing test of its own (claimed by no other member), so each answer is seen
-    to lose points. Tests several members claim (an end-to-end accuracy test that any
-    broken part fails) may be shared: the group must still lose them, but which member
-    lost them is only told by ``--each``. Greedy, in file order.
+    In a group no two answers replace the same cell, claim the same test unless it is
+    declared shared (an end-to-end accuracy test that any broken part fails), and every
+    answer keeps a failing test of its own that is not shared, so each is seen to lose
+    points. The group must still lose its shared tests, but which member lost them is
+    only told by ``--each``. Greedy, in file order.
     """
     groups: list[list[dict]] = []
     for answer in answers:
         for group in groups:
             merged = group + [answer]
-            if all(a["cell"] != answer["cell"] for a in group) and all(own_tests(a, merged) for a in merged):
+            if (all(a["cell"] != answer["cell"] and not (set(a["fails"]) & set(answer["fails"])) - set(shared)
+                    for a in group)
+                    and all(own_tests(a, merged, shared) for a in merged)):
                 group.append(answer)
                 break
         else:
@@ -151,7 +169,7 @@ def trial_students(root: Path, assignment: str, packed: bool = True
     for wrong in answers:
         if not any(wrong["cell"] in solutions[nb] for nb in notebooks):
             raise ValueError(f"wrong answer {wrong['name']!r}: no solution cell {wrong['cell']!r} in {assignment}")
-    groups = pack(answers) if packed else [[a] for a in answers]
+    groups = pack(answers, shared_tests(root, assignment)) if packed else [[a] for a in answers]
     holds: dict[str, list[dict]] = {}
     for k, group in enumerate(groups, 1):
         name = f"wrong-pack-{k}" if packed else f"wrong-{group[0]['name']}"
@@ -267,6 +285,7 @@ class Outcome:
 def outcomes(root: Path, assignment: str, results: dict[str, TrialResult], packed: bool = True) -> list[Outcome]:
     """One outcome per trial (solution, release, each wrong answer) from graded trial students."""
     _, holds = trial_students(root, assignment, packed=packed)
+    shared = shared_tests(root, assignment) if packed else set()
     tests = all_tests(root, assignment)
     out = []
     for name, expected in (("solution", set()), ("release", tests)):
@@ -292,7 +311,7 @@ def outcomes(root: Path, assignment: str, results: dict[str, TrialResult], packe
                               if others else ""))
             # a visible stop in a test other members also claim is not this answer's doing
             out.append(Outcome(f"wrong-{answer['name']}", student, not problem, r.lost, fails,
-                               visible=bool(own_tests(answer, group) & r.visible),
+                               visible=bool(own_tests(answer, group, shared) & r.visible),
                                declared_visible=bool(answer.get("visible", True)), problem=problem))
     return out
 
