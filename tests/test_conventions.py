@@ -128,3 +128,13 @@ def test_the_heading_rule_reads_points():
     assert style.EXERCISE_HEADING.search("## Exercise 1: one (1 point)").groups() == ("1", "1")
     assert style.EXERCISE_HEADING.search("## Exercise 4: x (6 points in three tests)").groups() == ("4", "6")
     assert style.EXERCISE_HEADING.search("## Exercise 4: no points") is None
+
+
+@pytest.mark.parametrize("path", LECTURES + SOURCES, ids=lambda p: p.stem)
+def test_committed_outputs_name_no_machine_paths(path):
+    """Tracebacks in committed outputs must not show where the author's environment lives."""
+    import json
+
+    outputs = json.dumps([c.get("outputs", []) for c in read_notebook(path).cells if c.cell_type == "code"])
+    found = re.findall(r"/(?:work|root|home|tmp)/[A-Za-z0-9_.\-/]{3,40}", outputs)
+    assert not found, f"{path.relative_to(ROOT)}: outputs name machine paths {sorted(set(found))[:3]}"
