@@ -59,3 +59,18 @@ def colab_url(path: str) -> str:
 def badge(path: str) -> str:
     """The "Open in Colab" badge (markdown) for a notebook in the course repository."""
     return f"[![Open In Colab]({BADGE_IMAGE})]({colab_url(path)})"
+
+
+def exercises(nb) -> list[tuple[int | None, int, list]]:
+    """An assignment's cells grouped by exercise heading: ``(number, points claimed, cells)``.
+
+    Cells before the first heading come first, as ``(None, 0, cells)``. One walker for
+    the convention test (numbering, points) and the wrong-answer test (four per exercise).
+    """
+    groups: list[tuple[int | None, int, list]] = [(None, 0, [])]
+    for cell in nb.cells:
+        match = EXERCISE_HEADING.search(cell.source) if cell.cell_type == "markdown" else None
+        if match:
+            groups.append((int(match.group(1)), int(match.group(2)), []))
+        groups[-1][2].append(cell)
+    return groups

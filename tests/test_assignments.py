@@ -82,28 +82,14 @@ def test_visible_tests_catch_what_each_answer_says(assignment, request, tmp_path
         f"{assignment}: visible tests catch {r['flagged_visibly']} of {r['answers']} wrong answers (goal: 70%)")
 
 
-def _exercise_cells(nb) -> dict[int, set[str]]:
-    """Exercise number -> grade_ids of its cells (between its heading and the next)."""
-    cells: dict[int, set[str]] = {}
-    current = None
-    for cell in nb.cells:
-        match = course_style.EXERCISE_HEADING.search(cell.source) if cell.cell_type == "markdown" else None
-        if match:
-            current = int(match.group(1))
-            cells[current] = set()
-        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if current is not None and gid:
-            cells[current].add(gid)
-    return cells
-
-
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_every_exercise_is_tried_by_four_wrong_answers(assignment):
     answers = wrong_answers(ROOT, assignment)
     for path in _source_notebooks(assignment):
         nb = read_notebook(path)
         graded = set(autograded_tests(nb))
-        for number, cells in _exercise_cells(nb).items():
+        for number, _, group in course_style.exercises(nb)[1:]:
+            cells = {c.metadata.get("nbgrader", {}).get("grade_id") for c in group}
             if not cells & graded:
                 continue  # a written answer, graded by hand
             tried = [a["name"] for a in answers if a["cell"] in cells]

@@ -88,29 +88,23 @@ def test_assignment_follows_the_course_convention(path):
         problems.append(f"{where}: the setup cell must be a locked, ungraded nbgrader cell")
 
     # Exercises: numbered 1, 2, ...; each heading's points = its graded cells' points.
-    current, claimed, counted, numbers = None, {}, {}, []
+    groups = style.exercises(nb)
+    for number, claimed, cells in groups:
+        graded = [c.metadata["nbgrader"] for c in cells if c.metadata.get("nbgrader", {}).get("grade")]
+        if number is None:
+            problems += [f"{where}: graded cell {m.get('grade_id')} comes before any '## Exercise' heading"
+                         for m in graded]
+        elif claimed != sum(int(m.get("points", 0)) for m in graded):
+            problems.append(f"{where}: Exercise {number} says {claimed} points, its graded cells give "
+                            f"{sum(int(m.get('points', 0)) for m in graded)}")
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type == "markdown":
-            match = style.EXERCISE_HEADING.search(cell.source)
-            if match:
-                current = int(match.group(1))
-                numbers.append(current)
-                claimed[current] = int(match.group(2))
-                counted[current] = 0
-        if meta.get("grade"):
-            if current is None:
-                problems.append(f"{where}: graded cell {meta.get('grade_id')} comes before any '## Exercise' heading")
-            else:
-                counted[current] += int(meta.get("points", 0))
         if cell.cell_type == "code" and meta.get("solution") and "### BEGIN SOLUTION" not in cell.source:
             problems.append(f"{where}: solution cell {meta.get('grade_id')} has no '### BEGIN SOLUTION' "
                             "(students get nbgrader's `raise NotImplementedError()` stub)")
+    numbers = [number for number, _, _ in groups[1:]]
     if numbers != list(range(1, len(numbers) + 1)):
         problems.append(f"{where}: exercises numbered {numbers}, expected 1..{len(numbers)}")
-    for k in claimed:
-        if claimed[k] != counted[k]:
-            problems.append(f"{where}: Exercise {k} says {claimed[k]} points, its graded cells give {counted[k]}")
     assert not problems, "\n".join(problems)
 
 
