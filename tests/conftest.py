@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -16,11 +17,50 @@ LECTURES = sorted((ROOT / "notebooks").glob("*.ipynb"))
 os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
 
 
+# Groups that take longest on two cores, started first so that no long group is left to run
+# alone at the end (`pytest -n 2`). A scheduling hint only: a stale order costs minutes,
+# never correctness.
+LONGEST_FIRST = ["trials-lesson4", "trials-lesson3", "trials-lesson5", "tests/test_hostile.py",
+                 "tests/test_gradebook.py", "tests/test_scaleout.py", "trials-lesson1", "trials-lesson2",
+                 "colab-lesson3", "colab-lesson4", "colab-lesson5", "tests/test_limits.py",
+                 "tests/test_browser.py", "tests/test_course.py",
+                 "notebooks/lesson3_pytree_mlp.ipynb", "notebooks/lesson4_training_loop.ipynb",
+                 "notebooks/lesson2_transformations.ipynb"]
+
+
+def group_of(nodeid: str) -> str:
+    """The unit of work one xdist worker runs in one go: a test file, a lecture notebook (its
+    cells share one kernel), or one assignment's tests in test_assignments.py (they share the
+    grading of its trial students, `_trials` there) and in test_colab.py. Module fixtures run
+    once this way."""
+    module = nodeid.split("::")[0]
+    param = re.search(r"\[(lesson\d+)\]$", nodeid)
+    if param and module.endswith("test_assignments.py"):
+        return f"trials-{param[1]}"
+    if param and module.endswith("test_colab.py"):  # its module fixture is cheap
+        return f"colab-{param[1]}"
+    return module
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`pytest -n N` hands out whole groups (`group_of`), in collection order."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            return group_of(nodeid)
+
+    return ByGroup(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
-    """Lecture notebooks (collected by nbval) belong to every version lane."""
+    """Lecture notebooks (collected by nbval) belong to every version lane; the longest
+    groups go first."""
     for item in items:
         if "notebooks" in Path(str(item.fspath)).parts:
             item.add_marker(pytest.mark.lane)
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(group_of(item.nodeid), len(rank)))  # stable: cells keep their order
 
 
 # --------------------------------------------------------------------------- PostgreSQL
@@ -99,3 +139,4 @@ def postgres(postgres_server, request):
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
         conn.execute(f'CREATE DATABASE "{name}"')
     return f"postgresql+psycopg://{server['user']}@{server['host']}:{server['port']}/{name}"
+

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import ast
+import os
 
 import pytest
 
@@ -47,7 +48,10 @@ def _trials(request, assignment, tmp_path_factory):
         wanted = f"test_each_wrong_answer_loses_exactly_its_part[{assignment}]"
         everyone = any(item.name == wanted for item in request.session.items)
         only = None if everyone else ["solution", "release"]
-        _TRIALS[assignment] = run_trials(ROOT, assignment, tmp_path_factory.mktemp(f"trials-{assignment}"), only=only)
+        # Under `pytest -n`, every core already runs a test group: one kernel at a time here.
+        workers = 1 if os.environ.get("PYTEST_XDIST_WORKER") else None
+        _TRIALS[assignment] = run_trials(ROOT, assignment, tmp_path_factory.mktemp(f"trials-{assignment}"),
+                                         only=only, workers=workers)
     return _TRIALS[assignment]
 
 
