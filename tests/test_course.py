@@ -28,7 +28,6 @@ def _jaxgrader(course, *args):
                           capture_output=True, text=True, timeout=900)
 
 
-@pytest.mark.lane
 def test_demo_grades_the_class(tmp_path):
     course = _course(tmp_path)
     run = _jaxgrader(course, "demo", "-a", "lesson1")

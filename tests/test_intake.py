@@ -42,7 +42,6 @@ def test_normalise_takes_the_newest_candidate_and_never_overwrites(tmp_path):
     assert (tmp_path / "pure_functions.ipynb").read_text() == "new"
 
 
-@pytest.mark.lane
 def test_lms_zip_to_grades(tmp_path):
     """A Canvas-style download: renamed, late, corrupt and missing submissions in one zip."""
     course = tmp_path / "course"
