@@ -345,7 +345,9 @@ def test_shutdown_leaves_nothing_and_startup_files_do_not_persist(loop, course, 
     first = Kernel(loop, SandboxedKernelManager(kernel_name="python3", config=config))
     kernel_dir = first.km._kernel_dir
     assert first.probe("""
-import json, os, subprocess
+import json, os, subprocess, warnings
+# Python 3.12+ warns that forking a multi-threaded process (the kernel has threads) may deadlock
+warnings.filterwarnings("ignore", "This process .* is multi-threaded", DeprecationWarning)
 subprocess.Popen(["sleep", "1000"], start_new_session=True)   # a detached sleeper
 if os.fork() == 0:                                             # a double-forked one
     os.setsid()
