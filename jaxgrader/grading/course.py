@@ -266,6 +266,21 @@ def references_for(root: Path, assignment: str, config: Config, seed: int) -> di
                           f"{one_line(f'{exc.__class__.__name__}: {exc}', 300)}") from None
 
 
+def references_side_by_side(root: Path, assignments: list[str], config: Config, seed: int
+                            ) -> tuple[dict[str, dict | None], dict[str, float]]:
+    """``references_for`` every assignment, one reference run per core at a time (each run is a
+    kernel of its own, mostly on one core), and the seconds each took. The first failure is raised."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def timed(assignment):
+        t0 = time.monotonic()
+        return references_for(root, assignment, config, seed), round(time.monotonic() - t0, 2)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(len(assignments), os.cpu_count() or 1))) as pool:
+        done = dict(zip(assignments, pool.map(timed, assignments)))
+    return {a: refs for a, (refs, _) in done.items()}, {a: s for a, (_, s) in done.items()}
+
+
 def _limit_s(config: Config, notebooks: int) -> float:
     """Hard limit for one submission: every notebook's wall-clock limit, plus two minutes for nbgrader."""
     return float(config.LimitedExecute.get("notebook_timeout", 600)) * notebooks + 120.0
@@ -591,10 +606,12 @@ def _grade_class(root, assignments, students, config, config_text, db_url, cours
         # once per assignment with something to grade: template gradebook and reference run
         seed = run_seed()
         shared: dict[str, dict] = {}
-        for assignment in sorted({t["assignment"] for t in tasks}):
-            t0 = time.monotonic()
-            references = references_for(root, assignment, config, seed)
-            info.setdefault("reference_seconds", {})[assignment] = round(time.monotonic() - t0, 2)
+        to_grade = sorted({t["assignment"] for t in tasks})
+        all_references, seconds = references_side_by_side(root, to_grade, config, seed)
+        if seconds:
+            info["reference_seconds"] = seconds
+        for assignment in to_grade:
+            references = all_references[assignment]
             t0 = time.monotonic()
             template = template_gradebook(root, assignment, config_text)
             info.setdefault("template_seconds", {})[assignment] = round(time.monotonic() - t0, 2)

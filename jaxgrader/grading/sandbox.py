@@ -43,6 +43,7 @@ and the limits.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import os
 import shutil
@@ -56,7 +57,7 @@ from traitlets import Enum, Integer, List, Unicode, default
 
 KERNEL_UID = 0  # 0: each kernel gets a uid of its own from FIRST_KERNEL_UID up (when the grader is root)
 FIRST_KERNEL_UID, KERNEL_UIDS = 1_000_000, 1_000_000
-_next_uid = [0]
+_next_uid = itertools.count(1)  # next() is atomic: kernels may start from several threads
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 # Bound read-only (or re-created as the host's symlinks on merged-/usr systems).
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
@@ -322,8 +323,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             if self.kernel_uid:
                 self._uid = self.kernel_uid
             else:  # distinct per grading process and kernel: pid and a counter
-                _next_uid[0] += 1
-                self._uid = FIRST_KERNEL_UID + (os.getpid() * 64 + _next_uid[0]) % KERNEL_UIDS
+                self._uid = FIRST_KERNEL_UID + (os.getpid() * 64 + next(_next_uid)) % KERNEL_UIDS
         return self._uid
 
     def _identity_files(self) -> list[tuple[str, str]]:

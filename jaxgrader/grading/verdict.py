@@ -293,6 +293,7 @@ def judge_cell(outputs, reference: list[dict]) -> list[dict]:
 
 _reference_cache: dict[tuple[str, int], tuple[dict[str, list[dict]], dict[str, str]]] = {}
 _reference_lock = threading.Lock()
+_reference_locks: dict[tuple[str, int], threading.Lock] = {}
 
 
 def reference_reports(source_path: Path, config, seed: int | None = None) -> dict[str, list[dict]]:
@@ -324,7 +325,9 @@ def _reference_run(source_path: Path, config, seed: int | None):
     seed = run_seed() if seed is None else seed
     text = Path(source_path).read_text(encoding="utf-8")
     cache_key = (hashlib.sha256(text.encode()).hexdigest(), seed)
-    with _reference_lock:
+    with _reference_lock:  # one run per notebook and seed; different notebooks run side by side
+        lock = _reference_locks.setdefault(cache_key, threading.Lock())
+    with lock:
         if cache_key in _reference_cache:
             return _reference_cache[cache_key]
         nb = nbformat.reads(text, as_version=4)
@@ -467,6 +470,45 @@ def _error(message: str):
     return NotebookNode(output_type="error", ename="TestFailed", evalue=message, traceback=[f"TestFailed: {message}"])
 
 
+def _source_of(config, info) -> Path:
+    """The instructor's notebook that nbgrader is grading a submission of."""
+    from nbgrader.coursedir import CourseDirectory
+
+    coursedir = CourseDirectory(config=config)
+    return Path(coursedir.format_path(coursedir.source_directory, ".", info["assignment"])) / f"{info['notebook']}.ipynb"
+
+
+class StartReferenceRun(NbGraderPreprocessor):
+    """Start the reference run of the notebook in the background, before the submission executes.
+
+    Without precomputed references (a plain ``nbgrader autograde``; ``jaxgrader grade``
+    computes them once per class run and hands them over), the Verdict would run the
+    instructor's notebook only after the student's: two kernels one after the other.
+    Started here, both run at once (each kernel is a process of its own, mostly on one
+    core), and the Verdict waits for the result where it needs it. Once per notebook,
+    seed and process, as before. If the background run fails, the Verdict runs it again
+    and reports the error.
+    """
+
+    def preprocess(self, nb, resources):
+        info = resources.get("nbgrader", {})
+        verdict = self.config.get("Verdict", {})
+        if not verdict.get("enabled", True) or info.get("notebook") in verdict.get("references", {}):
+            return nb, resources
+        source = _source_of(self.config, info)
+        if source.is_file():
+            threading.Thread(target=_reference_in_background, args=(source, self.config), daemon=True,
+                             name=f"reference run of {source.name}").start()
+        return nb, resources
+
+
+def _reference_in_background(source: Path, config) -> None:
+    try:
+        reference_reports(source, config)
+    except Exception:  # noqa: BLE001  the Verdict's own call runs it again and reports why
+        pass
+
+
 class Verdict(NbGraderPreprocessor):
     """Score hidden tests from reported values checked against the reference run (see module doc)."""
 
@@ -485,17 +527,12 @@ class Verdict(NbGraderPreprocessor):
         return super().preprocess(nb, resources)
 
     def _reference_for(self, resources) -> dict[str, list[dict]]:
-        from nbgrader.coursedir import CourseDirectory
-
         info = resources.get("nbgrader", {})
         notebook = info.get("notebook")
         if notebook in self.references:
             payloads = self.references[notebook]
-        else:
-            coursedir = CourseDirectory(config=self.config)
-            source = (Path(coursedir.format_path(coursedir.source_directory, ".", info["assignment"]))
-                      / f"{notebook}.ipynb")
-            payloads = reference_reports(source, self.config)
+        else:  # started by StartReferenceRun, if configured: this waits for it
+            payloads = reference_reports(_source_of(self.config, info), self.config)
         return {gid: [parse_report(r) for r in reps] for gid, reps in payloads.items()}
 
     def preprocess_cell(self, cell, resources, index):
