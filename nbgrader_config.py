@@ -63,6 +63,7 @@ c.LimitedExecute.max_output_mb = 8  # outputs kept per notebook; the rest is dro
 # It replaces each test cell's outputs by its own pass line or error, which
 # nbgrader's SaveAutoGrades then scores. HTML and JavaScript in outputs are sanitized.
 c.Autograde.autograde_preprocessors = [
+    "jaxgrader.grading.verdict.StartReferenceRun",  # the instructor's run, beside the submission's
     "jaxgrader.grading.limits.LimitedExecute",  # in place of nbgrader.preprocessors.Execute
     "jaxgrader.grading.verdict.Verdict",
     "nbconvert.preprocessors.sanitize.SanitizeHTML",

@@ -2,6 +2,7 @@
 
     python benchmarks/notebooks.py                 # print a Markdown table
     python benchmarks/notebooks.py --write docs/benchmarks.md
+    python benchmarks/notebooks.py --only assignments -a lesson4
 
 For every lecture notebook: `jupyter nbconvert --execute` wall time (budget: 30 s
 on a 2-core CPU). For every assignment: the instructor's answers typed into the
@@ -68,6 +69,8 @@ def autograde_rows(assignment: str, tmp: Path) -> list[tuple[str, float, float]]
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", type=Path, help="also write the table to this Markdown file")
+    parser.add_argument("--only", choices=("lectures", "assignments"), help="time only these")
+    parser.add_argument("-a", "--assignment", action="append", help="only this assignment (repeatable)")
     args = parser.parse_args()
     os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"]
     import jax
@@ -81,13 +84,13 @@ def main() -> int:
     ]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for path in sorted((ROOT / "notebooks").glob("*.ipynb")) if args.only != "assignments" else []:
             s = nbconvert_seconds(path, tmp)
             lines.append(f"| {path.name} | {s:.1f} | {'yes' if s < NOTEBOOK_BUDGET_S else '**no**'} |")
             print(lines[-1], flush=True)
         lines += ["", "| assignment (full-marks submission) | nbconvert --execute (s) | nbgrader autograde (s) "
                   "| overhead | within 30 s |", "|---|---:|---:|---:|:---:|"]
-        for assignment in assignments_in(ROOT):
+        for assignment in (args.assignment or assignments_in(ROOT)) if args.only != "lectures" else []:
             for name, plain, graded in autograde_rows(assignment, tmp):
                 lines.append(f"| {name} | {plain:.1f} | {graded:.1f} | {graded / plain:.2f}x | "
                              f"{'yes' if graded < NOTEBOOK_BUDGET_S else '**no**'} |")

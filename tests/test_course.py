@@ -6,6 +6,7 @@ import csv
 import shutil
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -129,3 +130,33 @@ def test_skip_execution_tags_do_not_earn_points(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     row = next(line for line in run.stdout.splitlines() if line.startswith("mallory"))
     assert row.split()[1].startswith("0/"), row
+
+
+def _started_reference_runs():
+    return [t for t in threading.enumerate() if t.name.startswith("reference run of ")]
+
+
+def test_a_plain_autograde_starts_the_reference_run_beside_the_submission(monkeypatch):
+    """Without precomputed references, StartReferenceRun (first autograde step) starts the
+    instructor's run in the background; the Verdict then uses that run instead of a second."""
+    from jaxgrader.grading import verdict
+    from jaxgrader.grading.config import load_config
+
+    runs = []
+    real = verdict.execute_reference
+    monkeypatch.setattr(verdict, "execute_reference", lambda nb, config: runs.append(1) or real(nb, config))
+    monkeypatch.setenv("JAXGRADER_SEED", "424242")  # a seed of its own: nothing cached by other tests
+    config = load_config(ROOT)
+    resources = {"nbgrader": {"notebook": "pure_functions", "assignment": "lesson1", "student": "x"}}
+
+    verdict.StartReferenceRun(config=config).preprocess(None, resources)
+    started = _started_reference_runs()
+    assert [t.name for t in started] == ["reference run of pure_functions.ipynb"]
+    reports = verdict.Verdict(config=config)._reference_for(resources)  # waits for the background run
+    assert reports and runs == [1]
+    for t in started:
+        t.join(timeout=60)
+
+    config.Verdict.references = {"pure_functions": {}}  # what jaxgrader grade hands over: nothing to start
+    verdict.StartReferenceRun(config=config).preprocess(None, resources)
+    assert _started_reference_runs() == []
