@@ -414,10 +414,46 @@ def test_grader_death_takes_the_kernel_along():
         grader.wait()
     _, alive = psutil.wait_procs(descendants, timeout=10)
     assert alive == [] and _sleepers() == []
-    # Its directory outlives it until the next grader process starts a kernel.
-    assert os.path.isdir(kernel_dir)
+    # Its directory outlives it until the next kernel start on this host sweeps it (here, or in
+    # any other grader running beside this test, which may have done it already).
     _sweep_stale_dirs(Path(kernel_dir).parent)
     assert not os.path.exists(kernel_dir)
+
+
+def test_a_sandbox_that_outlived_its_grader_is_killed_by_the_sweep(tmp_path):
+    """bwrap's --die-with-parent misses a parent that died before bwrap set it (bubblewrap#633):
+    the sandbox is reparented to PID 1 and runs on. The next sweep on the host ends it."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # a grader pid that no longer runs
+    kernel_dir = tmp_path / f"jaxgrader-kernel-{dead.pid}-orphan"
+    live_dir = tmp_path / f"jaxgrader-kernel-{os.getpid()}-live"  # a running grader's: left alone
+    for d in (kernel_dir, live_dir):
+        (d / "scratch").mkdir(parents=True)
+        os.chmod(d, 0o755)
+        os.chmod(d / "scratch", 0o755)
+    marker = str(int(time.time() * 1000) % 10**9 + 10**9)  # `sleep <marker>`: found by its arguments
+    cmd = sandbox_command(["sleep", marker], env={"PATH": SYSTEM_PATH}, ro=[], rw=[str(kernel_dir / "scratch")],
+                          chdir=str(kernel_dir / "scratch"), as_root=AS_ROOT)
+    # `setsid -f` forks and its parent exits at once: bwrap starts already reparented, as in the race
+    subprocess.run(["setsid", "-f", *cmd], check=True, cwd="/")
+
+    def sleepers():
+        return [p for p in psutil.process_iter(["cmdline"]) if (p.info["cmdline"] or [])[-2:] == ["sleep", marker]]
+
+    deadline = time.monotonic() + 30
+    while not sleepers() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    try:
+        assert sleepers(), "the orphaned sandbox did not start"
+        _sweep_stale_dirs(tmp_path)
+        deadline = time.monotonic() + 10
+        while sleepers() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert sleepers() == [] and not kernel_dir.exists()
+    finally:  # never leave it to the rest of the suite
+        for proc in sleepers():
+            proc.kill()
+    assert live_dir.is_dir()
 
 
 def test_unsandboxed_still_gets_clean_env_and_fresh_dirs(loop, course, host_env):

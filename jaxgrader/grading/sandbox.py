@@ -246,8 +246,43 @@ def _remove_tree(path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def _kill_sandbox_of(root: str) -> None:
+    """Kill whatever still runs from kernel directory ``root``: the bwrap that binds it, the kernel.
+
+    Normally nothing does: bwrap's ``--die-with-parent`` ends the sandbox with the
+    grader. But bubblewrap sets that (PR_SET_PDEATHSIG) only once it runs, so a grader
+    killed while it was starting a kernel leaves a sandbox whose parent is PID 1
+    (containers/bubblewrap#633), and a student's cell can keep burning CPU in it for
+    up to its RLIMIT_CPU. Such a sandbox is found by its command line (bwrap binds the
+    directory; the kernel reads its connection file from it) or its working directory;
+    killing the outer bwrap takes its PID namespace, so everything in it, along.
+    """
+    import psutil
+
+    marker = root.rstrip("/") + "/"
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline", "cwd"]):
+        info = proc.info
+        if info["pid"] == os.getpid():
+            continue
+        args = info.get("cmdline") or []
+        if any(a == root or a.startswith(marker) for a in args) or _within(info.get("cwd") or "", root):
+            try:
+                proc.kill()
+                found.append(proc)
+            except psutil.Error:
+                pass
+    psutil.wait_procs(found, timeout=10)
+
+
+def sweep_stale_kernels() -> None:
+    """Clean up after grader processes on this host that were killed: their sandboxes and directories."""
+    _sweep_stale_dirs(Path(tempfile.gettempdir()))
+
+
 def _sweep_stale_dirs(base: Path) -> None:
-    """Delete kernel directories of grader processes that died without cleaning up (SIGKILL)."""
+    """Delete kernel directories of grader processes that died without cleaning up (SIGKILL),
+    after killing any sandbox still running from them (see _kill_sandbox_of)."""
     for d in base.glob(DIR_PREFIX + "*"):
         try:
             pid = int(d.name[len(DIR_PREFIX):].split("-")[0])
@@ -255,6 +290,7 @@ def _sweep_stale_dirs(base: Path) -> None:
                 continue
             os.kill(pid, 0)
         except ProcessLookupError:
+            _kill_sandbox_of(str(d))
             _remove_tree(str(d))
         except (ValueError, OSError):
             continue

@@ -391,5 +391,7 @@ def warm_up() -> int:
     from nbgrader.apps import NbGraderAPI  # noqa: F401
 
     from . import limits, preprocessors, verdict  # noqa: F401
+    from .sandbox import sweep_stale_kernels
 
+    sweep_stale_kernels()  # a worker that replaces a killed one cleans up after it at once
     return os.getpid()
