@@ -13,8 +13,10 @@ c.CourseDirectory.course_id = "jax-from-first-principles"
 # PostgreSQL (the psycopg driver is in requirements.txt), e.g.:
 # c.CourseDirectory.db_url = "postgresql+psycopg://grader@localhost/gradebook"
 
-# Where grading tasks run (docs/scale-out.md). Default: local processes, one per CPU.
+# Where grading tasks run (docs/scale-out.md). Default: local processes, one per CPU,
+# each keeping its kernels on its share of the CPUs (False: every kernel may use every core).
 # c.JaxGrader.workers = 8
+# c.JaxGrader.pin_workers = True
 # On a Dask cluster (`dask scheduler`; `dask worker ADDRESS --nthreads 1` on hosts with
 # the course's environment and bubblewrap):
 # c.JaxGrader.dask_scheduler = "tcp://grading-head.example.edu:8786"

@@ -267,6 +267,45 @@ def test_local_worker_killed_every_time_is_an_error_not_a_stall(tmp_path):
     assert len(killed) == 3
 
 
+def test_cpu_shares_split_the_machine_between_local_workers():
+    from jaxgrader.grading.backends import core_shares
+
+    assert core_shares(1, [0, 1, 2, 3]) == [()]  # one worker: its kernels use every CPU
+    assert core_shares(4, [0]) == [()] * 4  # nothing to split
+    assert core_shares(2, [1, 0]) == [(0,), (1,)]
+    assert core_shares(3, list(range(8))) == [(0, 1, 2), (3, 4), (5, 6, 7)]
+    assert core_shares(4, [2, 3]) == [(2,), (3,), (2,), (3,)]  # more workers than CPUs: round robin
+    shares = core_shares(16, list(range(64)))
+    assert sorted(c for s in shares for c in s) == list(range(64)) and {len(s) for s in shares} == {4}
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: nothing to split")
+def test_each_local_worker_and_the_kernels_it_starts_keep_to_their_share():
+    """XLA sizes its thread pools to the CPUs a process may use: a worker's kernel must see its share."""
+    from jaxgrader.grading.backends import LocalBackend, core_shares
+    from jaxgrader.grading.sandbox import SYSTEM_PATH, sandbox_command
+
+    cpus = sorted(os.sched_getaffinity(0))
+    backend = LocalBackend(2)
+    try:
+        backend.start(2)
+        seen = [slot.pool.submit(os.sched_getaffinity, 0).result(timeout=120) for slot in backend._slots]
+        assert [tuple(sorted(s)) for s in seen] == core_shares(2, cpus)
+        # what a sandboxed process started from that worker sees
+        cmd = sandbox_command(["nproc"], env={"PATH": SYSTEM_PATH}, ro=[], rw=[], as_root=os.geteuid() == 0)
+        out = backend._slots[0].pool.submit(subprocess.check_output, cmd, text=True, cwd="/").result(timeout=120)
+        assert int(out) == len(core_shares(2, cpus)[0])
+    finally:
+        backend.close()
+    unpinned = LocalBackend(2, pin=False)  # c.JaxGrader.pin_workers = False
+    try:
+        unpinned.start(2)
+        assert all(slot.pool.submit(os.sched_getaffinity, 0).result(timeout=120) == set(cpus)
+                   for slot in unpinned._slots)
+    finally:
+        unpinned.close()
+
+
 def test_interrupted_dask_run_keeps_what_it_wrote(tmp_path, postgres, cluster):
     """The coordinator is killed mid-run: the records written are in PostgreSQL; the rerun grades the rest."""
     from jaxgrader.grading.course import grade_class

@@ -28,11 +28,38 @@ from .task import GRACE_S, error_record, grade_submission, one_line, warm_up
 MAX_ATTEMPTS = 3  # one run and at most two retries
 
 
-class LocalBackend:
-    """``workers`` processes on this machine (spawned, so imports are paid once per process)."""
+def core_shares(workers: int, cpus: list[int]) -> list[tuple[int, ...]]:
+    """The CPUs each of ``workers`` local grading processes keeps its kernels on.
 
-    def __init__(self, workers: int):
+    Why: XLA sizes its CPU thread pools (compilation, Eigen's intra-op threads) to
+    the CPUs a process may use. Unpinned, N kernels side by side each start pools as
+    wide as the machine and fight over every core (threads spinning and switching
+    instead of working); pinned, each kernel's pools are as wide as its share. A
+    kernel's results do not depend on it, and the hidden tests' timing checks compare
+    measurements taken in the same kernel. One worker, or one CPU: no pinning (``()``).
+    """
+    cpus = sorted(cpus)
+    if workers <= 1 or len(cpus) <= 1:
+        return [()] * max(1, workers)
+    if workers >= len(cpus):  # as many or more workers than CPUs: one CPU each, round robin
+        return [(cpus[i % len(cpus)],) for i in range(workers)]
+    bounds = [round(i * len(cpus) / workers) for i in range(workers + 1)]
+    return [tuple(cpus[bounds[i]:bounds[i + 1]]) for i in range(workers)]
+
+
+def _pin(cpus: tuple[int, ...]) -> None:
+    """Worker initializer: keep this process, and the kernels it starts, on ``cpus``."""
+    if cpus:
+        os.sched_setaffinity(0, cpus)
+
+
+class LocalBackend:
+    """``workers`` processes on this machine (spawned, so imports are paid once per process),
+    each with its share of the CPUs (:func:`core_shares`) unless ``pin`` is off."""
+
+    def __init__(self, workers: int, pin: bool = True):
         self.workers = max(1, int(workers))
+        self.pin = pin
         self._context = multiprocessing.get_context("spawn")  # not fork: the parent may run JAX's threads
         self._slots: list[_Slot] = []
 
@@ -50,7 +77,8 @@ class LocalBackend:
         if tasks is not None:
             self.workers = max(1, min(self.workers, tasks))
         if not self._slots:
-            self._slots = [_Slot(self._context) for _ in range(self.workers)]
+            cpus = sorted(os.sched_getaffinity(0)) if self.pin else []
+            self._slots = [_Slot(self._context, share) for share in core_shares(self.workers, cpus)]
         for slot in self._slots:
             slot.ensure()
 
@@ -104,8 +132,8 @@ class LocalBackend:
 class _Slot:
     """One worker process in a pool of its own, so that its death fails only its own task."""
 
-    def __init__(self, context):
-        self.context = context
+    def __init__(self, context, cpus: tuple[int, ...] = ()):
+        self.context, self.cpus = context, cpus
         self.pool: ProcessPoolExecutor | None = None
         self.warm = None
         self.task: dict | None = None
@@ -114,7 +142,8 @@ class _Slot:
 
     def ensure(self) -> None:
         if self.pool is None:
-            self.pool = ProcessPoolExecutor(max_workers=1, mp_context=self.context)
+            self.pool = ProcessPoolExecutor(max_workers=1, mp_context=self.context, initializer=_pin,
+                                            initargs=(self.cpus,))
             self.warm = self.pool.submit(warm_up)
 
     def submit(self, task: dict, shared: dict | None):
@@ -283,7 +312,7 @@ class DaskBackend:
         self.client.close()
 
 
-def make_backend(workers: int | None = None, dask: str | None = None):
+def make_backend(workers: int | None = None, dask: str | None = None, pin: bool = True):
     if dask:
         return DaskBackend(dask)
-    return LocalBackend(workers or os.cpu_count() or 1)
+    return LocalBackend(workers or os.cpu_count() or 1, pin=pin)

@@ -490,11 +490,13 @@ def grade_class(
     dask: str | None = None,
     unsandboxed: bool = False,
     regrade: bool = False,
+    pin: bool | None = None,
 ) -> list[Result]:
     """Grade every submission in ``root/submitted`` and return one Result per pair.
 
     Tasks run on ``workers`` local processes (default: ``c.JaxGrader.workers``, else
-    the CPU count), or on the Dask cluster whose scheduler is at ``dask`` (default:
+    the CPU count; each kept on its share of the CPUs unless ``pin`` or
+    ``c.JaxGrader.pin_workers`` is False), or on the Dask cluster whose scheduler is at ``dask`` (default:
     ``c.JaxGrader.dask_scheduler``). Fails with CourseError, before anything is
     written, when a folder is missing, the kernel sandbox cannot run (unless
     ``unsandboxed``), the Dask scheduler cannot be reached, or the instructor's
@@ -526,6 +528,7 @@ def grade_class(
     settings = config.get("JaxGrader", {})
     dask = dask or settings.get("dask_scheduler") or None
     workers = workers or settings.get("workers") or os.cpu_count() or 1
+    pin = bool(settings.get("pin_workers", True)) if pin is None else pin
     isolation = course_isolation(config, unsandboxed)
     db_url = gradebook_url(config, root)
     config.CourseDirectory.db_url = db_url
@@ -537,11 +540,11 @@ def grade_class(
     with _run_lock(root):
         return _grade_class(root, assignments, students, config, config_text, db_url, course_id, isolation,
                             feedback=feedback, progress=progress, workers=workers, dask=dask, regrade=regrade,
-                            started=started)
+                            pin=pin, started=started)
 
 
 def _grade_class(root, assignments, students, config, config_text, db_url, course_id, isolation, *,
-                 feedback, progress, workers, dask, regrade, started) -> list[Result]:
+                 feedback, progress, workers, dask, regrade, pin, started) -> list[Result]:
     from tqdm.auto import tqdm
 
     from .backends import make_backend
@@ -549,7 +552,7 @@ def _grade_class(root, assignments, students, config, config_text, db_url, cours
 
     submitted = root / "submitted"
     try:
-        backend = make_backend(workers, dask)
+        backend = make_backend(workers, dask, pin)
     except ConnectionError as exc:
         raise CourseError(str(exc)) from None
     info: dict = {"backend": backend.describe(), "isolation": isolation}
