@@ -16,7 +16,8 @@ seed (``JAXGRADER_SEED``, fixed here so every backend runs the same checks):
   worker to its share of the cores gives);
 * ``unsandboxed``: the same with ``--unsandboxed`` (what the bubblewrap sandbox costs);
 * ``dask``: ``grade_class(dask=...)`` on a ``dask scheduler`` and N ``dask worker
-  --nthreads 1`` processes started here.
+  --nthreads 1`` processes started here, each under ``taskset`` on its share of the
+  cores (as docs/scale-out.md asks of workers started by hand).
 
 Prints, per backend: wall seconds for the class run (stock: both nbgrader commands;
 Dask: not counting the cluster's start), submissions per minute, the
@@ -52,6 +53,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from jaxgrader.grading.backends import core_shares  # noqa: E402
 from jaxgrader.grading.course import assignments_in, grade_class  # noqa: E402
 from jaxgrader.grading.notebooks import write_submission  # noqa: E402
 from jaxgrader.grading.trials import trial_students  # noqa: E402
@@ -104,9 +106,13 @@ def dask(course: Path, assignments: list[str], workers: int) -> dict:
                                "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
     try:
         time.sleep(3)
-        procs += [subprocess.Popen([str(BIN / "dask"), "worker", address, "--nthreads", "1", "--no-dashboard",
+        # each worker on its own share of the cores, as docs/scale-out.md asks of hand-started workers
+        shares = core_shares(workers, sorted(os.sched_getaffinity(0)))
+        procs += [subprocess.Popen([*(["taskset", "-c", ",".join(map(str, share))] if share else []),
+                                    str(BIN / "dask"), "worker", address, "--nthreads", "1", "--no-dashboard",
                                     "--local-directory", str(course.parent / f"dask-{i}")],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i in range(workers)]
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                  for i, share in enumerate(shares)]
         from distributed import Client
 
         with Client(address, timeout=60) as client:
