@@ -77,7 +77,8 @@ class LocalBackend:
         if tasks is not None:
             self.workers = max(1, min(self.workers, tasks))
         if not self._slots:
-            cpus = sorted(os.sched_getaffinity(0)) if self.pin else []
+            can_pin = self.pin and hasattr(os, "sched_getaffinity")  # Linux; elsewhere (macOS) every CPU
+            cpus = sorted(os.sched_getaffinity(0)) if can_pin else []
             self._slots = [_Slot(self._context, share) for share in core_shares(self.workers, cpus)]
         for slot in self._slots:
             slot.ensure()
