@@ -50,6 +50,13 @@ c.Autograde.sanitize_preprocessors = [
 c.LimitedExecute.kernel_manager_class = "jaxgrader.grading.sandbox.SandboxedKernelManager"
 c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
 
+# Grading kernels compile with LLVM's optimisations off. A graded notebook spends most of
+# its time compiling small programs (docs/benchmarks.md), which this makes 20-40% cheaper;
+# the programs compute the same values, and the reference run uses the same flags. Lesson 2
+# grades students' own timings of compiled code, so its kernels keep XLA's defaults.
+c.SandboxedKernelManager.xla_flags = "--xla_backend_optimization_level=0"
+c.SandboxedKernelManager.xla_defaults_for = ["lesson2"]
+
 # Execution limits while autograding: nbgrader's per-cell timeout, plus a limit
 # per notebook, on the kernel's memory and on what it may print (jaxgrader.grading.limits).
 # Cells that did not run score zero and say why; the rest keep their points.

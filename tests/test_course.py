@@ -144,7 +144,7 @@ def test_a_plain_autograde_starts_the_reference_run_beside_the_submission(monkey
 
     runs = []
     real = verdict.execute_reference
-    monkeypatch.setattr(verdict, "execute_reference", lambda nb, config: runs.append(1) or real(nb, config))
+    monkeypatch.setattr(verdict, "execute_reference", lambda nb, config, **kw: runs.append(1) or real(nb, config, **kw))
     monkeypatch.setenv("JAXGRADER_SEED", "424242")  # a seed of its own: nothing cached by other tests
     config = load_config(ROOT)
     resources = {"nbgrader": {"notebook": "pure_functions", "assignment": "lesson1", "student": "x"}}

@@ -482,3 +482,26 @@ def test_unprivileged_grader_variant_runs():
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd="/")
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == [str(NOBODY), "no-nested-userns"]
+
+
+def test_xla_flags_reach_graded_and_reference_kernels_but_not_timed_assignments(course, host_env):
+    """``xla_flags`` is the grading kernels' XLA_FLAGS, the reference run's too, except in the
+    assignments ``xla_defaults_for`` names (their tests time compiled code as students did)."""
+    from jaxgrader.grading.verdict import execute_reference
+
+    c = course_config(course)
+    c.SandboxedKernelManager.xla_flags = "--xla_backend_optimization_level=0"
+    c.SandboxedKernelManager.xla_defaults_for = ["timed"]
+    km = SandboxedKernelManager(kernel_name="python3", config=c)
+    env = km._kernel_env("/scratch", "/bin", {}, str(course / "autograded" / "me" / "ps1"))
+    assert env["XLA_FLAGS"] == "--xla_backend_optimization_level=0"
+    assert "XLA_FLAGS" not in km._kernel_env("/scratch", "/bin", {}, str(course / "autograded" / "me" / "timed"))
+    c.SandboxedKernelManager.isolation = "none"
+    c.LimitedExecute.kernel_manager_class = SandboxedKernelManager
+    seen = {}
+    for assignment in ("ps1", "timed"):
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+            "import os; print(repr(os.environ.get('XLA_FLAGS')))")])
+        out = execute_reference(nb, c, assignment=assignment).cells[0].outputs
+        seen[assignment] = "".join(o.get("text", "") for o in out).strip()
+    assert seen == {"ps1": "'--xla_backend_optimization_level=0'", "timed": "None"}

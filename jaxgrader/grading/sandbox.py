@@ -326,6 +326,14 @@ class SandboxedKernelManager(AsyncKernelManager):
                           "holding the course directory).").tag(config=True)
     extra_dev_binds = List(Unicode(), help="Devices to pass in, e.g. /dev/nvidia0, /dev/nvidiactl, "
                            "/dev/nvidia-uvm (missing ones are skipped).").tag(config=True)
+    xla_flags = Unicode("", help="XLA_FLAGS of every grading kernel (and of the reference run beside it), "
+                        "e.g. '--xla_backend_optimization_level=0': grading notebooks spend most of their time "
+                        "compiling small programs, which LLVM's optimisations make slower to compile and hardly "
+                        "faster to run. A notebook that sets XLA_FLAGS itself should add to them, not replace "
+                        "them.").tag(config=True)
+    xla_defaults_for = List(Unicode(), help="Assignments whose kernels keep XLA's default flags (xla_flags "
+                            "is not applied): those whose tests time compiled code, so that students' "
+                            "timings are graded as they measured them.").tag(config=True)
     pass_env = List(Unicode(), ["NBGRADER_EXECUTION", "JAX_PLATFORMS"],
                     help="Variables passed on from the grader's environment when set; nothing else is "
                     "(besides the kernelspec's own env).").tag(config=True)
@@ -387,8 +395,13 @@ class SandboxedKernelManager(AsyncKernelManager):
             if uid != os.geteuid():
                 os.chown(os.path.join(root, sub), uid, uid)
 
-    def _kernel_env(self, scratch: str, python_bin: str, spec_env: dict) -> dict[str, str]:
+    def _kernel_env(self, scratch: str, python_bin: str, spec_env: dict,
+                    notebook_dir: str | None = None) -> dict[str, str]:
         env = {name: spec_env[name] for name in (self.kernel_spec.env if self.kernel_spec else {}) if name in spec_env}
+        # nbgrader runs a submission in autograded/<student>/<assignment>, the reference run in .../<assignment>
+        assignment = os.path.basename(os.path.normpath(notebook_dir)) if notebook_dir else None
+        if self.xla_flags and assignment not in self.xla_defaults_for:
+            env["XLA_FLAGS"] = self.xla_flags
         env.update({name: os.environ[name] for name in self.pass_env if name in os.environ})
         env.update({
             "PATH": f"{python_bin}:{SYSTEM_PATH}",
@@ -432,7 +445,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             self.kernel_spec.interrupt_mode = "message"
 
         cmd, kw = await super()._async_pre_start_kernel(**kw)
-        env = self._kernel_env(scratch, os.path.dirname(cmd[0]), kw.get("env", {}))
+        env = self._kernel_env(scratch, os.path.dirname(cmd[0]), kw.get("env", {}), notebook_dir)
         limits = limits_command(nproc=self.max_processes, fsize_mb=self.max_file_size_mb,
                                 cpu_s=self.cpu_time_s, as_mb=self.address_space_mb)
         if self.isolation == "none":  # jupyter_client adds JPY_PARENT_PID: the kernel dies with the grader

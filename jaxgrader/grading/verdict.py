@@ -29,6 +29,7 @@ import base64
 import hashlib
 import json
 import math
+import os
 import re
 import threading
 from pathlib import Path
@@ -331,7 +332,7 @@ def _reference_run(source_path: Path, config, seed: int | None):
         if cache_key in _reference_cache:
             return _reference_cache[cache_key]
         nb = nbformat.reads(text, as_version=4)
-        executed = execute_reference(nb, config)
+        executed = execute_reference(nb, config, assignment=Path(source_path).parent.name)
         result, stderr = {}, {}
         for index, cell in enumerate(executed.cells):
             meta = cell.get("metadata", {}).get("nbgrader", {})
@@ -359,8 +360,12 @@ def _reference_run(source_path: Path, config, seed: int | None):
         return result, stderr
 
 
-def execute_reference(nb, config):
-    """Run ``nb`` the way LimitedExecute runs a submission (same kernel manager, limits)."""
+def execute_reference(nb, config, assignment: str | None = None):
+    """Run ``nb`` the way LimitedExecute runs a submission (same kernel manager, limits).
+
+    In a directory named after ``assignment``, as nbgrader runs a submission, so that
+    per-assignment kernel settings (``SandboxedKernelManager.xla_defaults_for``) apply alike.
+    """
     from nbclient import NotebookClient
     from traitlets.utils.importstring import import_item
 
@@ -372,7 +377,9 @@ def execute_reference(nb, config):
     import tempfile
 
     timeout = (config.get("Execute", {}).get("timeout") if config is not None else None) or 300
-    with tempfile.TemporaryDirectory(prefix="jaxgrader-reference-") as cwd:
+    with tempfile.TemporaryDirectory(prefix="jaxgrader-reference-") as tmp:
+        cwd = os.path.join(tmp, assignment or "reference")
+        os.mkdir(cwd)
         client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
                                 resources={"metadata": {"path": cwd}}, config=config, **kwargs)
         client.execute()
