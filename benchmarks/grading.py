@@ -34,12 +34,14 @@ not a fixed cost of the notebooks: it depends on how kernels share the cores.
 ``breakdown`` (part of the default run) times where one submission's seconds go, for the
 solution of each assignment: starting a process and importing the grader, starting a
 sandboxed kernel, ``import jax``, JAX's tracing and compilation (jax.monitoring's
-durations), and the rest of the notebook's own work.
+durations), and the rest of the notebook's own work; each notebook twice, with XLA's
+default flags and as graded (the course's ``SandboxedKernelManager.xla_flags``).
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import shutil
@@ -212,9 +214,12 @@ def breakdown(assignments: list[str]) -> list[tuple[str, dict]]:
 
     kernel = min(asyncio.run(kernel_start()) for _ in range(3))
 
-    def run(nb, tmp):
+    defaults = copy.deepcopy(config)
+    defaults.SandboxedKernelManager.xla_flags = ""  # what the kernel compiles with when the course sets no flags
+
+    def run(nb, tmp, cfg=config):
         NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
-                       kernel_manager_class=SandboxedKernelManager, config=config,
+                       kernel_manager_class=SandboxedKernelManager, config=cfg,
                        resources={"metadata": {"path": tmp}}).execute()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -224,22 +229,27 @@ def breakdown(assignments: list[str]) -> list[tuple[str, dict]]:
     rows = []
     for assignment in assignments:
         for path in sorted((ROOT / "source" / assignment).glob("*.ipynb")):
-            nb = read_notebook(path)  # what autograde runs for a full-marks submission: solutions, hidden tests
-            first = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "import jax" in c.source)
-            nb.cells.insert(first + 1, nbformat.v4.new_code_cell(_LISTEN_CELL))
-            nb.cells.append(nbformat.v4.new_code_cell(_REPORT_CELL))
-            with tempfile.TemporaryDirectory() as tmp:
-                t0 = time.perf_counter()
-                run(nb, tmp)
-                total = time.perf_counter() - t0
-            errors = sum(o.get("output_type") == "error" for c in nb.cells if c.cell_type == "code" for o in c.outputs)
-            if errors:
-                raise SystemExit(f"breakdown: {errors} cells of {assignment}/{path.name} failed with the solution")
-            compile_s = _bench_value(nb.cells[-1])
-            rows.append((f"{assignment}/{path.stem}", {
-                "process start + imports": imports, "kernel start (sandboxed)": kernel,
-                "import jax": import_jax, "tracing + compilation": compile_s,
-                "notebook's own work": total - kernel - import_jax - compile_s, "total": total}))
+            # with XLA's default flags, then as graded (the course's SandboxedKernelManager.xla_flags)
+            for flags, cfg in (("XLA defaults", defaults), ("as graded", config)):
+                nb = read_notebook(path)  # what autograde runs for a full-marks submission: solutions, hidden tests
+                first = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "import jax" in c.source)
+                nb.cells.insert(first + 1, nbformat.v4.new_code_cell(_LISTEN_CELL))
+                nb.cells.append(nbformat.v4.new_code_cell(_REPORT_CELL))
+                with tempfile.TemporaryDirectory() as tmp:
+                    cwd = os.path.join(tmp, assignment)  # as under nbgrader: per-assignment settings apply
+                    os.mkdir(cwd)
+                    t0 = time.perf_counter()
+                    run(nb, cwd, cfg)
+                    total = time.perf_counter() - t0
+                errors = sum(o.get("output_type") == "error" for c in nb.cells if c.cell_type == "code"
+                             for o in c.outputs)
+                if errors:
+                    raise SystemExit(f"breakdown: {errors} cells of {assignment}/{path.name} failed with the solution")
+                compile_s = _bench_value(nb.cells[-1])
+                rows.append((f"{assignment}/{path.stem} ({flags})", {
+                    "process start + imports": imports, "kernel start (sandboxed)": kernel,
+                    "import jax": import_jax, "tracing + compilation": compile_s,
+                    "notebook's own work": total - kernel - import_jax - compile_s, "total": total}))
     return rows
 
 
