@@ -505,3 +505,18 @@ def test_xla_flags_reach_graded_and_reference_kernels_but_not_timed_assignments(
         out = execute_reference(nb, c, assignment=assignment).cells[0].outputs
         seen[assignment] = "".join(o.get("text", "") for o in out).strip()
     assert seen == {"ps1": "'--xla_backend_optimization_level=0'", "timed": "None"}
+
+
+def test_task_directories_of_killed_graders_are_swept(tmp_path):
+    """A worker killed mid-task leaves its scratch course (a submission, a gradebook copy) in
+    /tmp; the next sweep on the host removes it, and only the dead process's."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = tmp_path / f"jaxgrader-task-{dead.pid}-abc"
+    live = tmp_path / f"jaxgrader-task-{os.getpid()}-def"  # a running task's: left alone
+    for d in (stale, live):
+        (d / "submitted" / "alice" / "lesson1").mkdir(parents=True)
+        (d / "gradebook.db").write_text("grades")
+    os.chmod(stale / "submitted" / "alice", 0)  # what a student's files may look like: still removed
+    _sweep_stale_dirs(tmp_path)
+    assert not stale.exists() and (live / "gradebook.db").exists()

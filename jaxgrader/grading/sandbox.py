@@ -64,6 +64,8 @@ SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "
 # Mount points the sandbox creates itself: never re-create or chmod them as bind parents.
 SANDBOX_MOUNTS = ("/", "/tmp", "/dev", "/proc")
 DIR_PREFIX = "jaxgrader-kernel-"
+# A grading task's scratch course (jaxgrader.grading.task): a submission, a gradebook copy.
+TASK_DIR_PREFIX = "jaxgrader-task-"
 # What nbgrader keeps in a course directory; never shown, even where the venv lives in the course.
 COURSE_ITEMS = ("source", "release", "submitted", "autograded", "feedback", "gradebook.db", "nbgrader_config.py")
 
@@ -281,19 +283,23 @@ def sweep_stale_kernels() -> None:
 
 
 def _sweep_stale_dirs(base: Path) -> None:
-    """Delete kernel directories of grader processes that died without cleaning up (SIGKILL),
-    after killing any sandbox still running from them (see _kill_sandbox_of)."""
-    for d in base.glob(DIR_PREFIX + "*"):
-        try:
-            pid = int(d.name[len(DIR_PREFIX):].split("-")[0])
-            if d.lstat().st_uid != os.geteuid():
+    """Delete kernel and task directories of grader processes that died without cleaning up
+    (SIGKILL: a killed worker, an interrupted run), after killing any sandbox still running
+    from a kernel directory (see _kill_sandbox_of). A task directory holds a student's
+    submission and a gradebook copy: left behind, /tmp fills with them, run after run."""
+    for prefix in (DIR_PREFIX, TASK_DIR_PREFIX):
+        for d in base.glob(prefix + "*"):
+            try:
+                pid = int(d.name[len(prefix):].split("-")[0])
+                if d.lstat().st_uid != os.geteuid():
+                    continue
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                if prefix == DIR_PREFIX:
+                    _kill_sandbox_of(str(d))
+                _remove_tree(str(d))
+            except (ValueError, OSError):
                 continue
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            _kill_sandbox_of(str(d))
-            _remove_tree(str(d))
-        except (ValueError, OSError):
-            continue
 
 
 class SandboxedKernelManager(AsyncKernelManager):

@@ -261,7 +261,10 @@ def _grade(task: dict, record: dict) -> None:
             flags = []
         record["flags"] += [f"{name}.ipynb {flag}" for flag in flags]
 
-    tmp = Path(tempfile.mkdtemp(prefix="jaxgrader-task-"))
+    from .sandbox import TASK_DIR_PREFIX
+
+    # named after this process: if it is killed, the next sweep on the host removes the directory
+    tmp = Path(tempfile.mkdtemp(prefix=f"{TASK_DIR_PREFIX}{os.getpid()}-"))
     try:
         (tmp / "nbgrader_config.py").write_text(task["config_text"], encoding="utf-8")
         db_path = tmp / "gradebook.db"
