@@ -55,7 +55,7 @@ c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
 # the programs compute the same values, and the reference run uses the same flags. Lesson 2
 # grades students' own timings of compiled code, so its kernels keep XLA's defaults.
 c.SandboxedKernelManager.xla_flags = "--xla_backend_optimization_level=0"
-c.SandboxedKernelManager.xla_defaults_for = ["lesson2"]
+c.SandboxedKernelManager.xla_defaults_for = ["lesson2"]  # assignment names: rename here too
 
 # Execution limits while autograding: nbgrader's per-cell timeout, plus a limit
 # per notebook, on the kernel's memory and on what it may print (jaxgrader.grading.limits).
