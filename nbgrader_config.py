@@ -50,6 +50,15 @@ c.Autograde.sanitize_preprocessors = [
 c.LimitedExecute.kernel_manager_class = "jaxgrader.grading.sandbox.SandboxedKernelManager"
 c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
 
+# Submissions' kernels are forked from a prepared process that imported these modules once
+# per grading process (jaxgrader.grading.prepared): a fresh kernel spends 1.3-4 CPU-seconds on
+# them, for every notebook. Each fork is a fresh sandbox as far as the student can tell (own
+# scratch directory, nothing left of the last kernel); a notebook that changes an environment
+# variable these imports read runs again in a fresh kernel. [] turns it off.
+c.SandboxedKernelManager.preload = ["jax", "jax.numpy", "optax", "sklearn.datasets", "keras", "jaxgrader.checks"]
+# The course is taught on JAX: Keras must use it (lesson 5 also sets this itself, before `import keras`).
+c.SandboxedKernelManager.kernel_env = {"KERAS_BACKEND": "jax"}
+
 # Grading kernels compile with LLVM's optimisations off. A graded notebook spends most of
 # its time compiling small programs (docs/benchmarks.md), which this makes 20-40% cheaper;
 # the programs compute the same values up to rounding, and the reference run uses the same flags. Lesson 2

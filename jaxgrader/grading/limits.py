@@ -18,6 +18,7 @@ the sum passes the limit. Code inside the kernel cannot raise that limit.
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 
@@ -33,6 +34,9 @@ from .seed import run_seed
 TIME_LIMIT_ENAME = "NotebookTimeLimit"
 OUTPUT_MESSAGES = {"stream", "display_data", "execute_result", "error", "update_display_data"}
 MEMORY_LIMIT_ENAME = "NotebookMemoryLimit"
+# Notebooks of this process run again in a fresh kernel (prepared kernels: sandbox.py), with why;
+# the grading task turns them into notes on the student's record.
+RERUNS: list[str] = []
 
 
 def _error_output(ename: str, evalue: str) -> NotebookNode:
@@ -132,7 +136,31 @@ class LimitedExecute(Execute):
     def handle_comm_msg(self, outs, msg, cell_index):
         return None
 
+    def create_kernel_manager(self):
+        """A submission's kernel may be forked from a prepared process (SandboxedKernelManager.preload)."""
+        km = super().create_kernel_manager()
+        if hasattr(km, "use_prepared"):
+            km.use_prepared = self._prepared
+        self._last_km = km
+        return km
+
     def preprocess(self, nb, resources=None, km=None):
+        """Run the notebook; again, in a fresh kernel, if its prepared kernel could not run it as a fresh
+        one would (it changed an environment variable that imports done ahead of it had read)."""
+        fresh = copy.deepcopy(nb)
+        self._prepared, self._last_km = True, None
+        nb, resources = self._preprocess(nb, resources, km)
+        changed = getattr(self._last_km, "env_changed", "")
+        if not changed:
+            return nb, resources
+        path = (resources or {}).get("metadata", {}).get("name", "the notebook")
+        RERUNS.append(f"{path} ran again in a freshly started kernel: it set {changed}, which modules "
+                      "imported ahead of it had already read")
+        self.log.info(RERUNS[-1])
+        self._prepared = False
+        return self._preprocess(fresh, resources, km)
+
+    def _preprocess(self, nb, resources=None, km=None):
         run_seed()  # drawn before the kernel starts: it inherits it, and the reference run uses it
         self._output_bytes, self._cell_bytes, self._truncated = 0, {}, set()
         self._deadline = time.monotonic() + self.notebook_timeout

@@ -42,18 +42,20 @@ and the limits.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import itertools
 import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import weakref
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Enum, Integer, List, Unicode, default
+from traitlets import Bool, Dict, Enum, Integer, List, Unicode, default
 
 KERNEL_UID = 0  # 0: each kernel gets a uid of its own from FIRST_KERNEL_UID up (when the grader is root)
 FIRST_KERNEL_UID, KERNEL_UIDS = 1_000_000, 1_000_000
@@ -343,6 +345,16 @@ class SandboxedKernelManager(AsyncKernelManager):
     pass_env = List(Unicode(), ["NBGRADER_EXECUTION", "JAX_PLATFORMS"],
                     help="Variables passed on from the grader's environment when set; nothing else is "
                     "(besides the kernelspec's own env).").tag(config=True)
+    kernel_env = Dict(value_trait=Unicode(), help="Variables every grading kernel gets, e.g. "
+                      "{'KERAS_BACKEND': 'jax'} for a course taught on JAX.").tag(config=True)
+    preload = List(Unicode(), help="Modules imported once per grading process by a prepared, sandboxed "
+                   "process from which submissions' kernels are forked (jaxgrader.grading.prepared), instead "
+                   "of once per notebook by each fresh kernel. Empty (default): every kernel starts fresh. "
+                   "The reference run, and isolation 'none', always get fresh kernels.").tag(config=True)
+    use_prepared = Bool(False, help="Set by LimitedExecute for submissions' kernels: fork this kernel from a "
+                        "prepared process when ``preload`` names modules.")
+    env_changed = Unicode("", help="After a prepared kernel shut down: the import-time environment variable "
+                          "it changed (the notebook must run again in a fresh kernel), else ''.")
 
     @default("max_processes")
     def _default_max_processes(self) -> int:
@@ -404,6 +416,7 @@ class SandboxedKernelManager(AsyncKernelManager):
     def _kernel_env(self, scratch: str, python_bin: str, spec_env: dict,
                     notebook_dir: str | None = None) -> dict[str, str]:
         env = {name: spec_env[name] for name in (self.kernel_spec.env if self.kernel_spec else {}) if name in spec_env}
+        env.update(self.kernel_env)
         # nbgrader runs a submission in autograded/<student>/<assignment>, the reference run in .../<assignment>
         assignment = os.path.basename(os.path.normpath(notebook_dir)) if notebook_dir else None
         if self.xla_flags and assignment not in self.xla_defaults_for:
@@ -435,12 +448,16 @@ class SandboxedKernelManager(AsyncKernelManager):
         return roots, secret + ([notebook_dir] if notebook_dir else [])
 
     async def _async_pre_start_kernel(self, **kw):
-        """Put the connection in a private ipc directory and wrap the kernel command in the sandbox."""
+        """Put the connection in a private ipc directory and wrap the kernel command in the sandbox
+        (or, for a prepared kernel, keep the command for the fork: ``_async_launch_kernel``)."""
         if self.isolation == "bubblewrap" and (reason := check_sandbox()):
             raise RuntimeError(f"cannot sandbox the grading kernel: {reason} "
                                "(to grade without a sandbox: jaxgrader grade --unsandboxed)")
         notebook_dir = kw.pop("cwd", None)  # nbgrader's autograded/<student>/<assignment>: not shown
-        if self._kernel_dir is None or not os.path.isdir(self._kernel_dir):
+        self.env_changed, self._fork = "", None
+        if self.use_prepared and self.preload and self.isolation == "bubblewrap" and self._lease is None:
+            self._lease = self._lease_zygote(notebook_dir)
+        if self._lease is None and (self._kernel_dir is None or not os.path.isdir(self._kernel_dir)):
             self._make_kernel_dir()
         scratch, ipc = os.path.join(self._kernel_dir, "scratch"), os.path.join(self._kernel_dir, "ipc")
         self.transport, self.cache_ports = "ipc", False
@@ -452,21 +469,109 @@ class SandboxedKernelManager(AsyncKernelManager):
 
         cmd, kw = await super()._async_pre_start_kernel(**kw)
         env = self._kernel_env(scratch, os.path.dirname(cmd[0]), kw.get("env", {}), notebook_dir)
+        if self._lease is not None and cmd[0] == self._kernel_python() and cmd[1:3] == ["-m", "ipykernel_launcher"]:
+            self._fork = (cmd, {**env, "JPY_PARENT_PID": "1"}, notebook_dir)
+            return cmd, kw
+        return self._wrap(cmd, kw, env, notebook_dir)
+
+    def _wrap(self, cmd: list[str], kw: dict, env: dict[str, str], notebook_dir: str | None):
+        """(command, Popen keywords) that run ``cmd`` with ``env`` in the sandbox, under the limits."""
+        scratch, ipc = os.path.join(self._kernel_dir, "scratch"), os.path.join(self._kernel_dir, "ipc")
         limits = limits_command(nproc=self.max_processes, fsize_mb=self.max_file_size_mb,
                                 cpu_s=self.cpu_time_s, as_mb=self.address_space_mb)
         if self.isolation == "none":  # jupyter_client adds JPY_PARENT_PID: the kernel dies with the grader
             return limits + cmd, {**kw, "env": env, "cwd": scratch}
-        env["JPY_PARENT_PID"] = "1"  # its parent is bwrap's PID 1; also keeps ipykernel's console banner off
-        roots, secret = self._course_paths(notebook_dir)
-        ro, refused = read_only_paths([*python_roots(cmd[0]), *self.extra_ro_binds], roots=roots, secret=secret)
-        for path in refused:
-            self.log.warning("sandbox: not showing %s to the kernel: it would expose the course directory", path)
-        sandbox = sandbox_command(cmd, env=env, ro=ro, rw=[scratch, ipc],
+        env = {**env, "JPY_PARENT_PID": "1"}  # its parent is bwrap's PID 1; also keeps ipykernel's console banner off
+        sandbox = sandbox_command(cmd, env=env, ro=self._read_only(cmd[0], notebook_dir), rw=[scratch, ipc],
                                   dev=[d for d in self.extra_dev_binds if os.path.exists(d)],
                                   chdir=scratch, tmpfs_mb=self.tmpfs_mb, as_root=self._sandboxed_as_root(),
                                   uid=self._kernel_uid(),
                                   files=self._identity_files() if self._sandboxed_as_root() else ())
         return limits + sandbox, {**kw, "env": {"PATH": SYSTEM_PATH}, "cwd": "/"}
+
+    def _read_only(self, python: str, notebook_dir: str | None) -> list[str]:
+        roots, secret = self._course_paths(notebook_dir)
+        ro, refused = read_only_paths([*python_roots(python), *self.extra_ro_binds], roots=roots, secret=secret)
+        for path in refused:
+            self.log.warning("sandbox: not showing %s to the kernel: it would expose the course directory", path)
+        return ro
+
+    # ------------------------------------------------------------------ prepared kernels
+
+    _lease = None  # the zygote whose directories this kernel uses (jaxgrader.grading.prepared)
+    _fork = None  # (kernel command, environment, notebook dir) when the kernel is to be forked
+
+    def _kernel_python(self) -> str:
+        argv0 = self.kernel_spec.argv[0] if self.kernel_spec else "python"
+        if argv0 in {"python", f"python{sys.version_info[0]}", "python%i.%i" % sys.version_info[:2]}:
+            return sys.executable  # as jupyter_client's format_kernel_cmd does
+        return argv0
+
+    def _lease_zygote(self, notebook_dir: str | None):
+        """An idle prepared process for this manager's sandbox settings, started if need be; None: start fresh."""
+        from . import prepared
+
+        python = self._kernel_python()
+        key = (python, self._sandboxed_as_root(), self.max_processes, self.max_file_size_mb, self.cpu_time_s,
+               self.address_space_mb, self.tmpfs_mb, tuple(self._read_only(python, notebook_dir)),
+               tuple(d for d in self.extra_dev_binds if os.path.exists(d)), tuple(self.preload),
+               tuple(sorted(self.kernel_env.items())))
+
+        def make():
+            self._kernel_dir, self._uid = None, None
+            self._make_kernel_dir()
+            self._finalizer.detach()  # the zygote outlives this manager; its directory goes with the process
+            zygote = prepared.Zygote(self._kernel_dir, self._kernel_uid())
+            atexit.register(_remove_tree, zygote.root)
+            return zygote
+        saved = self._kernel_dir, self._uid, self._finalizer
+        zygote = prepared.lease(key, make)
+        self._kernel_dir, self._uid, self._finalizer = saved
+        if zygote is None:
+            return None
+        self._kernel_dir, self._uid = zygote.root, zygote.uid
+        return zygote
+
+    def _start_zygote(self, env: dict[str, str], notebook_dir: str | None) -> None:
+        from .zygote import __file__ as source
+
+        python = self._kernel_python()
+        code = Path(source).read_text()
+        cmd, kw = self._wrap([python, "-c", code, *self.preload], {}, env, notebook_dir)
+        self._lease.start(cmd, kw["env"], kw["cwd"])
+        self.log.info("prepared kernel process started (%s) in %.1f s", ", ".join(self.preload),
+                      self._lease.start_seconds)
+
+    async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
+        """Fork a prepared kernel when ``_async_pre_start_kernel`` chose to; if that fails, start it fresh."""
+        if self._fork is None:
+            return await super()._async_launch_kernel(kernel_cmd, **kw)
+        import importlib.util
+
+        from .prepared import Incompatible, ZygoteError
+
+        cmd, env, notebook_dir = self._fork
+        zygote = self._lease
+        argv = [importlib.util.find_spec("ipykernel_launcher").origin, *cmd[3:]]
+        try:
+            if not zygote.running:
+                self._start_zygote(env, notebook_dir)
+            try:
+                process = zygote.fork(argv, env)
+            except Incompatible as exc:  # e.g. another seed or JAX_PLATFORMS: imports must see this kernel's
+                self.log.info("restarting the prepared kernel process: %s differs", exc)
+                self._start_zygote(env, notebook_dir)
+                process = zygote.fork(argv, env)
+        except (ZygoteError, Incompatible, OSError) as exc:
+            self.log.warning("starting a fresh kernel instead of a prepared one: %s", exc)
+            zygote.close()
+            self._fork = None
+            kernel_cmd, kw = self._wrap(cmd, kw, {k: v for k, v in env.items() if k != "JPY_PARENT_PID"}, notebook_dir)
+            return await super()._async_launch_kernel(kernel_cmd, **kw)
+        provisioner = self.provisioner
+        provisioner.process, provisioner.pid, provisioner.pgid = process, process.pid, None
+        provisioner.cwd = zygote.scratch
+        self._reconcile_connection_info(provisioner.connection_info)
 
     pre_start_kernel = _async_pre_start_kernel
 
@@ -477,9 +582,13 @@ class SandboxedKernelManager(AsyncKernelManager):
             os.chown(self.connection_file, self._kernel_uid(), self._kernel_uid())
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
-        """After shutdown: delete the scratch and ipc directories (the PID namespace took the processes)."""
+        """After shutdown: delete the scratch and ipc directories (the PID namespace took the processes);
+        a prepared kernel's zygote kills what the kernel left running and restores its directories."""
         await super()._async_cleanup_resources(restart=restart)
-        if not restart and self._finalizer is not None:
+        if not restart and self._lease is not None:
+            self.env_changed = self._lease.release()
+            self._lease = self._fork = self._kernel_dir = None
+        elif not restart and self._finalizer is not None:
             self._finalizer()
             self._kernel_dir = self._finalizer = None
 

@@ -247,6 +247,7 @@ def _grade(task: dict, record: dict) -> None:
     import nbformat
 
     from .config import load_config, make_api
+    from .limits import RERUNS
     from .preprocessors import flags_of
     from .seed import ENV as SEED_ENV
 
@@ -293,9 +294,10 @@ def _grade(task: dict, record: dict) -> None:
         api = make_api(config)
         timings["setup"] = round(time.monotonic() - t0, 3)
 
-        del _EXECUTE_SECONDS[:]
+        del _EXECUTE_SECONDS[:], RERUNS[:]
         t1 = time.monotonic()
         result = api.autograde(assignment, student, force=True, create=True)
+        record["notes"] += [one_line(note) for note in RERUNS]
         timings["autograde"] = round(time.monotonic() - t1, 3)
         if _EXECUTE_SECONDS:
             timings["execute"] = round(sum(_EXECUTE_SECONDS), 3)
