@@ -470,7 +470,8 @@ class SandboxedKernelManager(AsyncKernelManager):
         cmd, kw = await super()._async_pre_start_kernel(**kw)
         env = self._kernel_env(scratch, os.path.dirname(cmd[0]), kw.get("env", {}), notebook_dir)
         if self._lease is not None and cmd[0] == self._kernel_python() and cmd[1:3] == ["-m", "ipykernel_launcher"]:
-            self._fork = (cmd, {**env, "JPY_PARENT_PID": "1"}, notebook_dir)
+            # what bwrap and _wrap add for a fresh kernel: PWD (bwrap's --chdir), JPY_PARENT_PID
+            self._fork = (cmd, {**env, "JPY_PARENT_PID": "1", "PWD": scratch}, notebook_dir)
             return cmd, kw
         return self._wrap(cmd, kw, env, notebook_dir)
 
@@ -566,7 +567,8 @@ class SandboxedKernelManager(AsyncKernelManager):
             self.log.warning("starting a fresh kernel instead of a prepared one: %s", exc)
             zygote.close()
             self._fork = None
-            kernel_cmd, kw = self._wrap(cmd, kw, {k: v for k, v in env.items() if k != "JPY_PARENT_PID"}, notebook_dir)
+            env = {k: v for k, v in env.items() if k not in ("JPY_PARENT_PID", "PWD")}
+            kernel_cmd, kw = self._wrap(cmd, kw, env, notebook_dir)
             return await super()._async_launch_kernel(kernel_cmd, **kw)
         provisioner = self.provisioner
         provisioner.process, provisioner.pid, provisioner.pgid = process, process.pid, None

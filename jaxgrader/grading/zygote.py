@@ -112,6 +112,7 @@ def preload(modules):
     import importlib
 
     kernel, seen, environ = {}, {}, os.environ
+    start = dict(environ)
     cpus = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {min(cpus)})
     try:
@@ -129,7 +130,12 @@ def preload(modules):
     finally:
         os.environ = environ
         os.sched_setaffinity(0, cpus)
+    global WRITTEN  # what the imports set (e.g. debugpy's PYDEVD_USE_FRAME_EVAL): a kernel has it too
+    WRITTEN = {k: v for k, v in environ.items() if start.get(k) != v and k not in init}
     return kernel, init, seen
+
+
+WRITTEN = {}
 
 
 def differs(env, kernel, init, seen):
@@ -182,6 +188,7 @@ def _child(command, seen, replies):
         _set_dumpable(True)
         os.environ.clear()
         os.environ.update(command["env"])
+        os.environ.update(WRITTEN)
         os.chdir(command["cwd"])
         for name in ("random", "numpy.random"):  # fresh entropy, as a freshly started kernel has
             if name in sys.modules:
