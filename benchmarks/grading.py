@@ -10,7 +10,12 @@ backend grades the same class in a fresh scratch course, without feedback, with 
 seed (``JAXGRADER_SEED``, fixed here so every backend runs the same checks):
 
 * ``stock``: ``nbgrader generate_assignment`` then ``nbgrader autograde`` (one process,
-  one submission after another, the course's preprocessors: the same grades);
+  one submission after another, the course's preprocessors: the same grades), each
+  notebook in a freshly started kernel as nbgrader starts them (the course's
+  ``SandboxedKernelManager.preload = []``): a teacher's run before this package;
+* ``stock_prepared``: the same with the course's config as it is, so that even plain
+  ``nbgrader autograde`` forks each kernel from one prepared process (its imports done
+  once for the whole run, jaxgrader.grading.prepared);
 * ``local``: ``jaxgrader grade --workers N`` (``grade_class(workers=N)``);
 * ``unpinned``: the same with every kernel free to use every core (what pinning each
   worker to its share of the cores gives);
@@ -75,6 +80,12 @@ def build_class(course: Path, assignments: list[str], students: int) -> None:
 
 
 def stock(course: Path, assignments: list[str], workers: int) -> dict:
+    with open(course / "nbgrader_config.py", "a") as f:
+        f.write("\nc.SandboxedKernelManager.preload = []  # benchmark: fresh kernels, as nbgrader starts them\n")
+    return stock_prepared(course, assignments, workers)
+
+
+def stock_prepared(course: Path, assignments: list[str], workers: int) -> dict:
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
     for assignment in assignments:
         for step in ("generate_assignment", "autograde"):
@@ -200,8 +211,9 @@ def breakdown(assignments: list[str]) -> list[tuple[str, dict]]:
                    check=True)
     imports = time.perf_counter() - start
 
-    async def kernel_start() -> float:
+    async def kernel_start(prepared: bool = False) -> float:
         km = SandboxedKernelManager(config=config, kernel_name="python3")
+        km.use_prepared = prepared
         t0 = time.perf_counter()
         await km.start_kernel()
         kc = km.client()
@@ -213,6 +225,14 @@ def breakdown(assignments: list[str]) -> list[tuple[str, dict]]:
         return elapsed
 
     kernel = min(asyncio.run(kernel_start()) for _ in range(3))
+    zygote = asyncio.run(kernel_start(prepared=True))  # the first also starts the prepared process
+    forked = min(asyncio.run(kernel_start(prepared=True)) for _ in range(3))
+    from jaxgrader.grading import prepared
+
+    prepared.close_all()
+    print(f"\nkernel start, sandboxed: fresh {kernel:.2f} s; forked from a prepared process {forked:.2f} s, "
+          f"with {', '.join(config.SandboxedKernelManager.preload)} imported; the prepared process's own "
+          f"start, once per grading process: {zygote - forked:.2f} s")
 
     defaults = copy.deepcopy(config)
     defaults.SandboxedKernelManager.xla_flags = ""  # what the kernel compiles with when the course sets no flags
@@ -258,7 +278,8 @@ def main() -> int:
     parser.add_argument("--students", type=int, default=6)
     parser.add_argument("-a", "--assignment", action="append")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
-    parser.add_argument("--only", action="append", choices=("stock", "local", "unpinned", "unsandboxed", "dask", "breakdown"))
+    parser.add_argument("--only", action="append", choices=("stock", "stock_prepared", "local", "unpinned",
+                                                              "unsandboxed", "dask", "breakdown"))
     args = parser.parse_args()
     os.environ["PATH"] = f"{BIN}{os.pathsep}{os.environ['PATH']}"
     os.environ.setdefault("JAXGRADER_SEED", "1234")
@@ -302,7 +323,7 @@ def main() -> int:
             print(f"| {name} | {info['cpu']:.0f} | {info['cpu'] / n:.1f} | {info['cpu'] / seconds:.2f} |")
         walls = {name: seconds for name, seconds, _ in rows}
         if "stock" in walls and len(walls) > 1:
-            print("speed-up over stock nbgrader, serial: " + ", ".join(
+            print("speed-up over stock nbgrader, serial, fresh kernels: " + ", ".join(
                 f"{name} {walls['stock'] / s:.2f}x" for name, s in walls.items() if name != "stock"))
     if "breakdown" in chosen:
         parts = breakdown(assignments)

@@ -151,7 +151,7 @@ class Zygote:
         self.busy = False
         self.seen: dict[str, str | None] = {}
         self.proc: subprocess.Popen | None = None
-        self.failures = 0
+        self.failures = 0  # failed starts in a row (a kernel that kills its zygote does not count)
 
     @property
     def running(self) -> bool:
@@ -161,6 +161,7 @@ class Zygote:
         """Start the zygote with ``command`` (the sandboxed ``python -c <zygote>``) and wait for its imports."""
         self.close()
         started = time.monotonic()
+        self.failures += 1  # until it is ready: a zygote that cannot start is not tried forever
         self.proc = _launch(lambda: subprocess.Popen(command, env=env, cwd=cwd, stdin=subprocess.PIPE,
                                                      stdout=subprocess.PIPE, text=True, bufsize=1))
         ready = self._reply(START_TIMEOUT_S, "start")
@@ -168,12 +169,12 @@ class Zygote:
             raise self._fail(f"did not start: {ready}")
         if ready.get("threads", 1) != 1:  # forking a process with threads can deadlock the child
             raise self._fail(f"its imports started {ready['threads'] - 1} thread(s); not forking from it")
+        self.failures = 0
         self.seen = ready.get("seen", {})
         self.start_seconds = time.monotonic() - started
         _copy(self.scratch, self.template)
 
     def _fail(self, why: str) -> ZygoteError:
-        self.failures += 1
         self.close()
         return ZygoteError(f"prepared kernel process {why}")
 
