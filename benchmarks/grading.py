@@ -153,6 +153,7 @@ def _jaxgrader(course: Path, assignments: list[str], **backend) -> dict:
     info["overhead_s"] = sum(overhead) / len(overhead)
     info["execute_s"] = sum(r.timings.get("execute", 0.0) for r in results) / len(results)
     info["wall"] = wall
+    info["kernels"] = {kind: sum(int(r.timings.get(f"kernels_{kind}", 0)) for r in results) for kind in ("forked", "fresh")}
     return info
 
 
@@ -314,6 +315,9 @@ def main() -> int:
                      f"{info['overhead_s']:.2f}" if ours else ""]
             print(f"| {name} | {seconds:.0f} | {60 * n / seconds:.1f} | " + " | ".join(cells) + " |")
         for name, _, info in rows:
+            if info.get("kernels"):
+                print(f"{name}: submissions' kernels forked from a prepared process {info['kernels']['forked']}, "
+                      f"started fresh {info['kernels']['fresh']}")
             if info.get("write_seconds") is not None:
                 print(f"{name}: the coordinator spent {info['write_seconds']:.1f} s writing {n} records to the gradebook "
                       f"({info['write_seconds'] / n:.3f} s each)")

@@ -52,3 +52,5 @@ def test_time_and_memory_limits_keep_earlier_points(tmp_path):
     assert summary["hungry"]["score"] == points["test_predict"] + points["test_sgd_step"] + points["test_add_at"]
     assert any("NotebookMemoryLimit" in n for n in summary["hungry"]["notes"])
     assert "NotebookMemoryLimit" in run.stdout  # the teacher sees the note in the table's problems
+    # the limits hold for kernels forked from the prepared process too (the course's default)
+    assert {s: r["timings"].get("kernels_forked") for s, r in summary.items()} == dict.fromkeys(students, 1)

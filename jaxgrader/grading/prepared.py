@@ -29,6 +29,7 @@ with a zygote falls back to a fresh kernel for that notebook: slower, never diff
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import queue
@@ -44,6 +45,8 @@ REPLY_TIMEOUT_S = 20.0  # a fork or a reset; a zygote that takes longer is repla
 START_TIMEOUT_S = 180.0  # imports, once per zygote (Keras takes a few seconds)
 MARKER = "env-changed"  # in the kernel's ipc directory: written by a kernel that changed an import-time variable
 
+# Submissions' kernels started by this process, "forked" or "fresh" (the grading task reports them)
+KERNELS: collections.Counter = collections.Counter()
 _launcher_queue: queue.Queue = queue.Queue()
 _launcher_lock = threading.Lock()
 _launcher_started = False

@@ -545,11 +545,13 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
         """Fork a prepared kernel when ``_async_pre_start_kernel`` chose to; if that fails, start it fresh."""
+        from .prepared import KERNELS, Incompatible, ZygoteError
+
         if self._fork is None:
+            if self.use_prepared:
+                KERNELS["fresh"] += 1
             return await super()._async_launch_kernel(kernel_cmd, **kw)
         import importlib.util
-
-        from .prepared import Incompatible, ZygoteError
 
         cmd, env, notebook_dir = self._fork
         zygote = self._lease
@@ -569,7 +571,9 @@ class SandboxedKernelManager(AsyncKernelManager):
             self._fork = None
             env = {k: v for k, v in env.items() if k not in ("JPY_PARENT_PID", "PWD")}
             kernel_cmd, kw = self._wrap(cmd, kw, env, notebook_dir)
+            KERNELS["fresh"] += 1
             return await super()._async_launch_kernel(kernel_cmd, **kw)
+        KERNELS["forked"] += 1
         provisioner = self.provisioner
         provisioner.process, provisioner.pid, provisioner.pgid = process, process.pid, None
         provisioner.cwd = zygote.scratch

@@ -248,6 +248,7 @@ def _grade(task: dict, record: dict) -> None:
 
     from .config import load_config, make_api
     from .limits import RERUNS
+    from .prepared import KERNELS
     from .preprocessors import flags_of
     from .seed import ENV as SEED_ENV
 
@@ -295,9 +296,12 @@ def _grade(task: dict, record: dict) -> None:
         timings["setup"] = round(time.monotonic() - t0, 3)
 
         del _EXECUTE_SECONDS[:], RERUNS[:]
+        KERNELS.clear()
         t1 = time.monotonic()
         result = api.autograde(assignment, student, force=True, create=True)
         record["notes"] += [one_line(note) for note in RERUNS]
+        for kind, count in KERNELS.items():  # how this submission's kernels started (prepared kernels)
+            timings[f"kernels_{kind}"] = count
         timings["autograde"] = round(time.monotonic() - t1, 3)
         if _EXECUTE_SECONDS:
             timings["execute"] = round(sum(_EXECUTE_SECONDS), 3)
