@@ -113,8 +113,10 @@ def test_nothing_one_kernel_leaves_reaches_the_next(loop, course):
     b = start(loop, course)
     try:
         seen = b.probe("import json, os, subprocess\n"
+                       "mounts = [line.split()[4] for line in open('/proc/self/mountinfo')]\n"
                        "print(json.dumps([sorted(os.listdir('.')), os.listdir(os.environ['TMPDIR']), "
-                       "[p for p in os.listdir('/tmp') if not p.startswith('jaxgrader-')], os.listdir('/dev/shm'), "
+                       "[p for p in os.listdir('/tmp') if not any(m.startswith(f'/tmp/{p}/') for m in mounts)], "  # not bind parents
+                       "os.listdir('/dev/shm'), "
                        "subprocess.run(['ipcs', '-m'], capture_output=True, text=True).stdout, "
                        "subprocess.run(['ps', '-eo', 'args'], capture_output=True, text=True).stdout, "
                        "'PLANTED' in globals()]))")
