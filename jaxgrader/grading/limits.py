@@ -136,6 +136,9 @@ class LimitedExecute(Execute):
     def handle_comm_msg(self, outs, msg, cell_index):
         return None
 
+    _prepared = True  # whether this run's kernel may be forked (off for a rerun in a fresh kernel)
+    _last_km = None
+
     def create_kernel_manager(self):
         """A submission's kernel may be forked from a prepared process (SandboxedKernelManager.preload)."""
         km = super().create_kernel_manager()

@@ -203,9 +203,10 @@ class Zygote:
         return self._reply(timeout, command["op"])
 
     def fork(self, argv: list[str], env: dict[str, str]) -> ForkedKernel:
-        """A new kernel: ``argv`` as ``python -m ipykernel_launcher`` gets it, ``env`` its whole environment."""
-        if not self._ask({"op": "reset"}).get("ok"):
-            raise self._fail("could not clear the last kernel away")
+        """A new kernel: ``argv`` as ``python -m ipykernel_launcher`` gets it, ``env`` its whole environment.
+
+        The last kernel was cleared away by :meth:`release` (a zygote whose release did not
+        happen stays busy, so it is never leased again)."""
         reply = self._ask({"op": "fork", "argv": argv, "env": env, "cwd": self.scratch,
                            "marker": os.path.join(self.ipc, MARKER)})
         if reply.get("incompatible"):
