@@ -301,6 +301,8 @@ def test_no_trick_earns_a_point(graded, student):
 def test_honest_code_keeps_full_marks(graded, student):
     record = graded["summary"][student]
     assert record["score"] == _auto_points(), f"{student}: {record['score']}; {record.get('cells')}"
+    # graded in kernels forked from the prepared process the attackers' kernels came from too
+    assert record["timings"].get("kernels_forked") == 1, record["timings"]
 
 
 def test_broken_files_are_one_line_errors_for_their_student(graded):
