@@ -5,6 +5,7 @@
     jaxgrader grade --dask tcp://scheduler:8786   # ... on a Dask cluster
     jaxgrader release              # regenerate release/ from source/
     jaxgrader trials lesson3       # grade the solution, the release and each wrong answer
+    jaxgrader translate update ko  # editions in other languages (docs/translating.md)
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ def main(argv: list[str] | None = None) -> int:
     trials.add_argument("--only", action="append", help="only this trial student, e.g. wrong-NAME (repeatable)")
     trials.add_argument("--each", action="store_true",
                         help="one trial student per wrong answer (default: answers to different cells share one)")
+    translate = sub.add_parser("translate", help="editions in other languages: extract templates, update a "
+                               "language's catalogs, build its edition, or print its status (docs/translating.md)")
+    translate.add_argument("action", choices=["extract", "update", "build", "status"])
+    translate.add_argument("language", nargs="?", default="ko", help="language code (default: ko)")
     args = parser.parse_args(argv)
     root = args.root.resolve()
     try:
@@ -57,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
             generate(make_api(config), chosen)
             print(f"release/ regenerated for {', '.join(chosen)}")
             return 0
+        if args.command == "translate":
+            from .translate import command
+
+            return command(root, args.action, args.language)
         if args.command == "trials":
             return _trials(root, args.assignment, args.only, packed=not args.each)
         students = None

@@ -1,0 +1,610 @@
+"""Editions of the course in other languages: built from the English files and gettext catalogs.
+
+The English notebooks stay the one source of code. A translator never edits a
+built notebook: they translate *units* in a catalog (``i18n/<lang>/LC_MESSAGES/
+<english path>.po``, read and written with Babel), and ``jaxgrader translate build``
+writes the edition (``<lang>/<english path>``) by replacing each unit of the English
+file with its translation. Everything that is not a unit (code, outputs, cell ids,
+metadata, grade ids, points, hidden tests) is copied, so the editions cannot drift.
+
+Units (docs/translating.md):
+
+* a markdown cell's paragraphs (blank-line separated; a table's rows one by one;
+  fenced code blocks are copied, not translated);
+* in a code cell, comments and the string literals a student reads: an ``assert``'s
+  message and the strings passed to ``print`` (those of two words or more). Never
+  inside a solution (``### BEGIN SOLUTION``) or a hidden test (``### BEGIN HIDDEN
+  TESTS``): those stay byte-identical. Plot labels are not units: figures keep their
+  English labels, so no notebook needs a font with Hangul.
+
+Each unit's gettext context (``msgctxt``) is its cell's id, so a unit belongs to its
+cell wherever the cell moves. When an English unit changes, ``update`` (Babel's
+``Catalog.update``) carries the old translation over flagged *fuzzy* with the old
+English as ``#| msgid``; a build leaves fuzzy and missing units in English and
+``tests/test_translation.py`` fails until a translator has looked.
+
+An edition is declared in ``i18n/<lang>/edition.toml``: the English files it has so far.
+Only those are built, and only those must be complete.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import io
+import os
+import re
+import tokenize
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from babel.messages.catalog import Catalog
+from babel.messages.pofile import read_po, write_po
+
+from .. import course_style
+from .config import CourseError
+
+CATALOGS = "i18n"
+PROJECT = "JAX from first principles"
+MARKERS = re.compile(r"^\s*###? (BEGIN|END) (SOLUTION|HIDDEN TESTS)\b")
+HIDDEN = "### BEGIN HIDDEN TESTS"
+HEADER = """\
+# Translation of {english}, the English file of the course it is built from.
+# Translate the msgstr entries only; `jaxgrader translate update` keeps this file in step
+# with the English and `jaxgrader translate build` writes the edition (docs/translating.md).
+#"""
+_LETTER = re.compile(r"[^\W\d_]")
+_WORD = re.compile(r"[^\W\d_]{2,}")
+_PRAGMA = re.compile(r"#\s*(noqa|type:|pragma|pylint|fmt:)")
+
+
+# --------------------------------------------------------------------------- units
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A span of a cell's source that is translated as a whole."""
+
+    start: int
+    end: int
+    kind: str  # "markdown", "comment" or "string"
+
+
+def markdown_units(text: str) -> list[Unit]:
+    """Paragraphs (table rows one by one); fenced code blocks and letterless lines are not units."""
+    units, fence = [], None
+    offset, block = 0, []  # block: (start, end) of the current paragraph's lines
+    lines = text.splitlines(keepends=True)
+
+    def close():
+        if not block:
+            return
+        start, end = block[0][0], block[-1][1]
+        rows = [(s, e) for s, e in block]
+        if all(text[s:e].lstrip().startswith("|") for s, e in rows):
+            units.extend(Unit(s, s + len(text[s:e].rstrip("\n")), "markdown") for s, e in rows
+                         if _LETTER.search(text[s:e]))
+        elif _LETTER.search(text[start:end]):
+            units.append(Unit(start, start + len(text[start:end].rstrip("\n")), "markdown"))
+        block.clear()
+
+    for line in lines:
+        start, offset = offset, offset + len(line)
+        stripped = line.strip()
+        if fence:
+            if stripped.startswith(fence):
+                fence = None
+            continue
+        if stripped.startswith(("```", "~~~")):
+            close()
+            fence = stripped[:3]
+            continue
+        if not stripped:
+            close()
+            continue
+        block.append((start, offset))
+    close()
+    return units
+
+
+def _magic(line: str) -> bool:
+    return line.lstrip()[:1] in ("%", "!")
+
+
+def _parse(source: str):
+    """(tree, text parsed): the cell, or where it is not Python, the cell with its IPython magic and
+    shell lines replaced by ``pass`` (same line positions); (None, source) if neither parses."""
+    masked = "".join(re.sub(r"^(\s*).*?(\n?)$", r"\1pass\2", line) if _magic(line) else line
+                     for line in source.splitlines(keepends=True))
+    for text in (source, masked):
+        try:
+            return ast.parse(text), text
+        except SyntaxError:
+            pass
+    return None, source
+
+
+def _excluded_lines(source: str) -> set[int]:
+    """1-based lines of solutions and hidden tests: never translated, byte-identical in every edition."""
+    out, inside = set(), False
+    for number, line in enumerate(source.splitlines(), start=1):
+        if re.match(r"^\s*### BEGIN (SOLUTION|HIDDEN TESTS)", line):
+            inside = True
+        if inside or MARKERS.match(line):
+            out.add(number)
+        if re.match(r"^\s*### END (SOLUTION|HIDDEN TESTS)", line):
+            inside = False
+    return out
+
+
+def _offsets(source: str):
+    """Character offset of (1-based line, column) where the column is in characters or UTF-8 bytes."""
+    lines = source.splitlines(keepends=True) or [""]
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def at(line: int, col: int, in_bytes: bool = False) -> int:
+        text = lines[line - 1] if line - 1 < len(lines) else ""
+        if in_bytes:
+            col = len(text.encode("utf-8")[:col].decode("utf-8", errors="ignore"))
+        return starts[line - 1] + col
+
+    return at
+
+
+def _literal_text(node) -> str:
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else ""
+    return "".join(v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str))
+
+
+def _read_strings(tree) -> list[tuple[ast.expr, bool]]:
+    """String literals a student reads: (node, always) for assert messages (always) and print arguments."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assert) and isinstance(node.msg, (ast.Constant, ast.JoinedStr)):
+            if isinstance(node.msg, ast.JoinedStr) or isinstance(node.msg.value, str):
+                found.append((node.msg, True))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+            for arg in node.args:
+                if isinstance(arg, ast.JoinedStr) or (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+                    found.append((arg, False))
+    return found
+
+
+def code_units(source: str) -> list[Unit]:
+    """Comments and read strings outside solutions and hidden tests; none in a cell Python cannot parse."""
+    tree, masked = _parse(source)
+    if tree is None:
+        return []
+    excluded, at = _excluded_lines(source), _offsets(source)
+    units = []
+    for node, always in _read_strings(tree):
+        if node.lineno in excluded or node.end_lineno in excluded:
+            continue
+        if always and _LETTER.search(_literal_text(node)) or len(_WORD.findall(_literal_text(node))) >= 2:
+            units.append(Unit(at(node.lineno, node.col_offset, True), at(node.end_lineno, node.end_col_offset, True),
+                              "string"))
+    for tok in tokenize.generate_tokens(io.StringIO(masked).readline):
+        if tok.type == tokenize.COMMENT and tok.start[0] not in excluded and not _PRAGMA.match(tok.string) \
+                and _LETTER.search(tok.string):
+            units.append(Unit(at(*tok.start), at(*tok.end), "comment"))
+    return sorted(units, key=lambda u: u.start)
+
+
+def cell_units(cell) -> list[Unit]:
+    if cell.cell_type == "markdown":
+        return markdown_units(cell.source)
+    if cell.cell_type == "code":
+        return code_units(cell.source)
+    return []
+
+
+# --------------------------------------------------------------------------- catalogs
+
+
+def _cell_id(cell, path: str, index: int) -> str:
+    if not cell.get("id"):
+        raise CourseError(f"{path}: cell {index + 1} has no id (nbformat 4.5+ ids are the catalogs' keys)")
+    return cell["id"]
+
+
+def template(nb, path: str) -> Catalog:
+    """The catalog of a notebook's units, untranslated (what a ``.pot`` file holds)."""
+    catalog = Catalog(project=PROJECT, fuzzy=False)
+    for index, cell in enumerate(nb.cells):
+        for unit in cell_units(cell):
+            grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+            note = f"{cell.cell_type} cell {index + 1}" + (f", {grade_id}" if grade_id else "")
+            if unit.kind != "markdown":
+                note += f", {unit.kind}: keep it a Python " + ("comment" if unit.kind == "comment" else
+                                                             "string literal, same quotes and {fields}")
+            catalog.add(cell.source[unit.start:unit.end], context=_cell_id(cell, path, index),
+                        locations=[(path, index + 1)], auto_comments=[note])
+    return catalog
+
+
+def markdown_template(text: str, path: str) -> Catalog:
+    """The catalog of a markdown document's paragraphs (context: the document's path)."""
+    catalog = Catalog(project=PROJECT, fuzzy=False)
+    for unit in markdown_units(text):
+        line = text.count("\n", 0, unit.start) + 1
+        catalog.add(text[unit.start:unit.end], context=path, locations=[(path, line)])
+    return catalog
+
+
+def read_catalog(path: Path) -> Catalog:
+    try:
+        with open(path, "rb") as f:
+            return read_po(f, abort_invalid=True)
+    except FileNotFoundError:
+        raise CourseError(f"{path}: no catalog (run `jaxgrader translate update`)") from None
+    except Exception as exc:  # noqa: BLE001  Babel raises several kinds for a broken file
+        raise CourseError(f"{path}: not a readable gettext catalog ({exc})") from None
+
+
+def write_catalog(catalog: Catalog, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:
+        write_po(f, catalog, width=0, omit_header=False, include_previous=True, sort_output=False)
+
+
+def problems(tmpl: Catalog, catalog: Catalog) -> list[str]:
+    """Units of the English file whose translation is missing or stale (fuzzy)."""
+    out = []
+    for message in tmpl:
+        if not message.id:
+            continue
+        found = catalog.get(message.id, context=message.context)
+        where = f"{message.locations[0][0]} cell/line {message.locations[0][1]}" if message.locations else ""
+        first = message.id.splitlines()[0][:60]
+        if found is None or not found.string:
+            out.append(f"{where}: not translated: {first!r}")
+        elif found.fuzzy:
+            out.append(f"{where}: stale (fuzzy: the English changed): {first!r}")
+    return out
+
+
+def translations(catalog: Catalog) -> dict[tuple[str, str | None], str]:
+    """(context, English) -> translation, for translated units that are not fuzzy (gettext's rule)."""
+    return {(m.context, m.id): m.string for m in catalog if m.id and m.string and not m.fuzzy}
+
+
+# --------------------------------------------------------------------------- editions
+
+
+@dataclass(frozen=True)
+class Edition:
+    """A language's edition: its catalogs, where it is built, and what it declares so far."""
+
+    root: Path
+    language: str
+    files: tuple[str, ...]  # English paths (relative to the course) in the edition
+
+    @property
+    def catalogs(self) -> Path:
+        return self.root / CATALOGS / self.language / "LC_MESSAGES"
+
+    def catalog_path(self, english: str) -> Path:
+        return self.catalogs / Path(english).with_suffix(".po")
+
+    def built_path(self, english: str) -> Path:
+        """Where the edition of an English file goes: README.md -> README.ko.md, else <lang>/<path>."""
+        if english.endswith(".md"):
+            return self.root / Path(english).with_suffix(f".{self.language}.md")
+        return self.root / self.language / english
+
+    def built(self) -> set[str]:
+        """English paths (relative, posix) that have a counterpart in this edition: the declared
+        files, and each declared assignment's release (nbgrader generates it from the edition's source)."""
+        out = set(self.files)
+        out |= {"release/" + f.split("/", 1)[1] for f in self.files if f.startswith("source/")}
+        return out
+
+
+def load_edition(root: Path, language: str) -> Edition:
+    path = Path(root) / CATALOGS / language / "edition.toml"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CourseError(f"{path}: missing (no '{language}' edition declared)") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise CourseError(f"{path}: not valid TOML ({exc})") from None
+    files = data.get("files")
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        raise CourseError(f"{path}: 'files' must be a list of English paths")
+    for f in files:
+        if not (Path(root) / f).is_file():
+            raise CourseError(f"{path}: declares {f}, which does not exist")
+        if not (f.endswith(".ipynb") or f == "README.md"):
+            raise CourseError(f"{path}: {f}: only notebooks and README.md can be translated")
+    return Edition(Path(root), language, tuple(files))
+
+
+def languages(root: Path) -> list[str]:
+    folder = Path(root) / CATALOGS
+    return sorted(p.parent.name for p in folder.glob("*/edition.toml")) if folder.is_dir() else []
+
+
+def translatable_files(root: Path) -> list[str]:
+    """Every English file with units: lectures, the course map, instructors' assignments, the README."""
+    root = Path(root)
+    found = [p for p in sorted((root / "notebooks").glob("*.ipynb")) + sorted((root / "source").glob("*/*.ipynb"))]
+    return [p.relative_to(root).as_posix() for p in found] + ["README.md"]
+
+
+# The part of README.md that students read; README.<lang>.md is built from it.
+README_SECTION = "## Students"
+
+
+def readme_section(text: str) -> str:
+    """README.md's student section: from its heading up to the next second-level heading."""
+    start = text.find(f"\n{README_SECTION}\n")
+    if start < 0:
+        raise CourseError(f"README.md: no '{README_SECTION}' section")
+    end = text.find("\n## ", start + 1)
+    return text[start + 1: end + 1 if end >= 0 else len(text)]
+
+
+def english_template(root: Path, english: str) -> Catalog:
+    path = Path(root) / english
+    if english == "README.md":
+        return markdown_template(readme_section(path.read_text(encoding="utf-8")), english)
+    return template(_read(path), english)
+
+
+def _read(path: Path):
+    from .notebooks import NotebookError, read_notebook
+
+    try:
+        return read_notebook(path)
+    except NotebookError as exc:
+        raise CourseError(str(exc)) from None
+
+
+# --------------------------------------------------------------------------- building
+
+
+_LINK = re.compile(r"(\]\()([^)\s]+)(\))")
+
+
+def _relink(text: str, english: str, edition: Edition, only: set[str] | None = None) -> str:
+    """Links copied from the English (``only``: those targets; None: all): relative ones to the edition's
+    counterpart where it has one, else to the English file; Colab addresses of files in the edition to the
+    edition's copy. A link a translator added is theirs, relative to the built file."""
+    colab = course_style.colab_url("")
+    built, here = edition.built(), Path(english).parent
+    target_dir = edition.built_path(english).parent.relative_to(edition.root)
+
+    def one(match):
+        target = match.group(2)
+        if only is not None and target not in only:
+            return match.group(0)
+        if target.startswith(colab):
+            path = target[len(colab):]
+            return match.group(1) + (course_style.colab_url(f"{edition.language}/{path}") if path in built
+                                     else target) + match.group(3)
+        if re.match(r"^[a-z][a-z0-9+.-]*:|^#|^/", target):
+            return match.group(0)
+        path, _, fragment = target.partition("#")
+        resolved = os.path.normpath(here / path).replace(os.sep, "/")
+        is_dir = path.endswith("/")
+        mine = resolved in built or (is_dir and any(b.startswith(resolved + "/") for b in built))
+        dest = Path(edition.language) / resolved if mine else Path(resolved)
+        new = os.path.relpath(dest, target_dir).replace(os.sep, "/") + ("/" if is_dir else "")
+        return match.group(1) + new + ("#" + fragment if fragment else "") + match.group(3)
+
+    return _LINK.sub(one, text)
+
+
+def _check(unit: Unit, english: str, translated: str, where: str) -> None:
+    """A translation must stay what its unit is: a comment a one-line comment, a string one literal."""
+    if unit.kind == "comment" and (not translated.startswith("#") or "\n" in translated):
+        raise CourseError(f"{where}: the translation of comment {english!r} must be one line starting with '#'")
+    if unit.kind == "string":
+        try:
+            node = ast.parse(f"(\n{translated}\n)", mode="eval").body
+        except SyntaxError:
+            node = None
+        if not isinstance(node, (ast.Constant, ast.JoinedStr)) or (isinstance(node, ast.Constant)
+                                                                  and not isinstance(node.value, str)):
+            raise CourseError(f"{where}: the translation of {english!r} must be one Python string literal")
+
+
+def translate_text(text: str, units: list[Unit], lookup, where: str, relink=None) -> str:
+    """``text`` with each unit replaced by ``lookup(english)`` (None: keep the English); markdown units
+    then pass through ``relink(unit, targets copied from the English)``, everything between is copied."""
+    out, last = [], 0
+    for unit in units:
+        english = text[unit.start:unit.end]
+        translated = lookup(english)
+        if translated is not None:
+            _check(unit, english, translated, where)
+        new = english if translated is None else translated
+        if relink is not None and unit.kind == "markdown":
+            new = relink(new, {m.group(2) for m in _LINK.finditer(english)})
+        out += [text[last:unit.start], new]
+        last = unit.end
+    return "".join(out) + text[last:]
+
+
+def build_notebook(nb, catalog: Catalog, english: str, edition: Edition):
+    """The edition of a notebook: units translated, links pointed into the edition, all else copied."""
+    table = translations(catalog)
+    where = str(edition.catalog_path(english).relative_to(edition.root))
+    out = copy.deepcopy(nb)
+    for cell in out.cells:
+        cell.source = translate_text(cell.source, cell_units(cell), lambda text, c=cell: table.get((c.get("id"), text)),
+                                     where, lambda text, only: _relink(text, english, edition, only))
+    return out
+
+
+def build_readme(text: str, catalog: Catalog, edition: Edition) -> str:
+    table = translations(catalog)
+    section = readme_section(text)
+    where = str(edition.catalog_path("README.md").relative_to(edition.root))
+    return translate_text(section, markdown_units(section), lambda s: table.get(("README.md", s)), where,
+                          lambda text, only: _relink(text, "README.md", edition, only))
+
+
+def built_text(edition: Edition, english: str) -> str:
+    """What ``build`` writes for one declared English file (notebooks: nbformat's JSON)."""
+    catalog = read_catalog(edition.catalog_path(english))
+    source = edition.root / english
+    if english == "README.md":
+        return build_readme(source.read_text(encoding="utf-8"), catalog, edition)
+    return nbformat.writes(build_notebook(_read(source), catalog, english, edition)) + "\n"
+
+
+# --------------------------------------------------------------------------- what the editions may differ in
+
+
+def code_skeleton(source: str) -> str:
+    """A code cell with its read strings blanked and comments gone: what no edition may change."""
+    tree, _ = _parse(source)
+    if tree is None:
+        return source
+    for node, _ in _read_strings(tree):
+        fields = sorted(ast.dump(v) for v in getattr(node, "values", []) if isinstance(v, ast.FormattedValue))
+        if isinstance(node, ast.JoinedStr):
+            node.values = [ast.Constant(value="|".join(fields))]
+        else:
+            node.value = ""
+    magics = [line.strip() for line in source.splitlines() if _magic(line)]
+    return ast.dump(tree) + "\n" + "\n".join(magics)
+
+
+def _protected(source: str) -> str:
+    """Solutions and hidden tests: the lines no edition touches."""
+    lines = source.splitlines()
+    return "\n".join(lines[n - 1] for n in sorted(_excluded_lines(source)))
+
+
+def differences(english, edition_nb, name: str = "") -> list[str]:
+    """Everything in which two editions of a notebook differ apart from translated text."""
+    out = []
+    if english.metadata != edition_nb.metadata:
+        out.append(f"{name}: notebook metadata differ")
+    if len(english.cells) != len(edition_nb.cells):
+        return out + [f"{name}: {len(english.cells)} cells in English, {len(edition_nb.cells)} in the edition"]
+    for i, (a, b) in enumerate(zip(english.cells, edition_nb.cells), start=1):
+        where = f"{name} cell {i}"
+        if a.cell_type != b.cell_type or a.get("id") != b.get("id"):
+            out.append(f"{where}: cell type or id differ ({a.cell_type} {a.get('id')} / {b.cell_type} {b.get('id')})")
+            continue
+        meta_a, meta_b = copy.deepcopy(dict(a.metadata)), copy.deepcopy(dict(b.metadata))
+        for meta in (meta_a, meta_b):  # nbgrader's checksum hashes the (translated) source
+            meta.get("nbgrader", {}).pop("checksum", None)
+        if meta_a != meta_b:
+            out.append(f"{where}: metadata differ (grade id, points or other)")
+        if a.get("attachments") != b.get("attachments"):
+            out.append(f"{where}: attachments differ")
+        if a.cell_type == "code":
+            if a.get("outputs") != b.get("outputs"):
+                out.append(f"{where}: outputs differ")
+            if code_skeleton(a.source) != code_skeleton(b.source):
+                out.append(f"{where}: code differs (only comments, assert messages and print strings may)")
+            if _protected(a.source) != _protected(b.source):
+                out.append(f"{where}: a solution or hidden test is not byte-identical")
+        elif a.cell_type == "raw" and a.source != b.source:
+            out.append(f"{where}: raw cell differs")
+    return out
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def extract(root: Path) -> list[Path]:
+    """Write a template (``i18n/templates/<path>.pot``) for every translatable English file."""
+    written = []
+    for english in translatable_files(root):
+        path = Path(root) / CATALOGS / "templates" / Path(english).with_suffix(".pot")
+        write_catalog(english_template(root, english), path)
+        written.append(path)
+    return written
+
+
+def update(root: Path, language: str) -> dict[str, dict[str, int]]:
+    """Create or update the language's catalog of every translatable file (Babel's merge: changed English
+    keeps its old translation flagged fuzzy); returns counts per file."""
+    edition = load_edition(root, language)
+    counts = {}
+    for english in translatable_files(root):
+        tmpl = english_template(root, english)
+        path = edition.catalog_path(english)
+        if path.exists():
+            catalog = read_catalog(path)
+            catalog.update(tmpl, update_header_comment=False, update_creation_date=False)
+        else:
+            catalog = Catalog(locale=language, project=PROJECT, version="1", fuzzy=False,
+                              header_comment=HEADER.format(english=english), copyright_holder="the course's authors")
+            catalog.update(tmpl)
+        write_catalog(catalog, path)
+        counts[english] = status_counts(tmpl, catalog)
+    return counts
+
+
+def status_counts(tmpl: Catalog, catalog: Catalog) -> dict[str, int]:
+    done = translations(catalog)
+    units = [m for m in tmpl if m.id]
+    fuzzy = sum(1 for m in units if (found := catalog.get(m.id, context=m.context)) is not None and found.fuzzy)
+    translated = sum(1 for m in units if (m.context, m.id) in done)
+    return {"units": len(units), "translated": translated, "fuzzy": fuzzy,
+            "untranslated": len(units) - translated - fuzzy}
+
+
+def build(root: Path, language: str) -> list[Path]:
+    """Write the edition of every declared file; a declared assignment's release is generated by nbgrader."""
+    edition = load_edition(root, language)
+    written = []
+    for english in edition.files:
+        path = edition.built_path(english)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(built_text(edition, english), encoding="utf-8")
+        written.append(path)
+    assignments = sorted({f.split("/")[1] for f in edition.files if f.startswith("source/")})
+    if assignments:
+        written += generate_release(edition, assignments)
+    return written
+
+
+def generate_release(edition: Edition, assignments: list[str]) -> list[Path]:
+    """nbgrader generate_assignment in the edition's folder (its own course root, a throwaway gradebook):
+    ``<lang>/source/lessonN`` -> ``<lang>/release/lessonN``, checksums of the translated cells included."""
+    import tempfile
+
+    from .config import load_config, make_api
+    from .course import generate
+
+    config = load_config(edition.root)
+    with tempfile.TemporaryDirectory() as tmp:
+        config.CourseDirectory.root = str(edition.root / edition.language)
+        config.CourseDirectory.db_url = f"sqlite:///{Path(tmp) / 'gradebook.db'}"
+        generate(make_api(config), assignments)
+    return sorted((edition.root / edition.language / "release").glob("*/*.ipynb"))
+
+
+def command(root: Path, action: str, language: str) -> int:
+    """``jaxgrader translate ACTION LANGUAGE``: one line per file written, counts per catalog."""
+    if action == "extract":
+        for path in extract(root):
+            print(path.relative_to(root))
+        return 0
+    if action == "build":
+        for path in build(root, language):
+            print(path.relative_to(root))
+        return 0
+    edition = load_edition(root, language)
+    counts = update(root, language) if action == "update" else {
+        f: status_counts(english_template(root, f), read_catalog(edition.catalog_path(f)))
+        for f in translatable_files(root) if edition.catalog_path(f).exists()}
+    incomplete = 0
+    for english, c in counts.items():
+        declared = english in edition.files
+        incomplete += declared and c["translated"] < c["units"]
+        print(f"{english:45s} {c['translated']:4d}/{c['units']:<4d} translated, {c['fuzzy']:3d} fuzzy"
+              + ("  (in the edition)" if declared else ""))
+    return 1 if action == "status" and incomplete else 0
