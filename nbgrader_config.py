@@ -100,9 +100,12 @@ c.SanitizeHTML.enabled = True
 # test: no hidden tests (they can be reused next term) and nothing the kernel printed
 # (it could have copied hidden tests into any output). To show both, as nbgrader
 # does by default, set c.HideHiddenTests.enabled = False.
+# A student who submitted an edition in another language (ko/release/, docs/grading.md "Editions")
+# is graded as the English assignment and gets feedback in that edition's words.
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+    "jaxgrader.grading.localize.LocalizeFeedback",
     "jaxgrader.grading.preprocessors.HideHiddenTests",
     "nbconvert.preprocessors.sanitize.SanitizeHTML",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 import nbformat
+import numpy as np
 import pytest
 
 from jaxgrader.grading import translate as tr
@@ -32,9 +33,8 @@ def test_edition_declares_the_course_map_and_readme(edition):
 
 def test_declared_files_are_translated_and_current(edition):
     problems = []
-    for english in edition.files:
-        catalog = tr.read_catalog(edition.catalog_path(english))
-        problems += tr.problems(tr.english_template(ROOT, english), catalog)
+    for _, path, tmpl in tr.catalog_sources(edition, required_only=True):
+        problems += tr.problems(tmpl, tr.read_catalog(path))
     assert not problems, (f"{len(problems)} units to translate (`jaxgrader translate update {edition.language}`, "
                           "then edit the .po files):\n" + "\n".join(problems[:20]))
 
@@ -186,3 +186,134 @@ def test_a_translation_that_is_not_a_comment_or_a_literal_is_refused():
         tr.translate_text(CODE, units, lambda t: '"x"); import os; ("' if t.startswith('"f(1)') else None, "ko.po")
     with pytest.raises(tr.CourseError, match="one line starting with '#'"):
         tr.translate_text(CODE, units, lambda t: "# 확인\nimport os" if t.startswith("# check") else None, "ko.po")
+
+
+# --------------------------------------------------------------------------- feedback in the edition's language
+
+
+def _judged(outputs, reference, source="assert True\n### BEGIN HIDDEN TESTS\n### END HIDDEN TESTS"):
+    """A test cell judged by the real Verdict (no kernel: the outputs are what a kernel would send)."""
+    from jaxgrader.checks.report import MIME, encode
+    from jaxgrader.grading.verdict import Verdict
+
+    def out(name, value, rule="close", bound=None):
+        return {"output_type": "display_data", "metadata": {},
+                "data": {MIME: {"name": name, "rule": rule, "rtol": 1e-5, "atol": 1e-6, "bound": bound,
+                                "value": encode(value)}}}
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell(source, id="t1")
+    cell.metadata["nbgrader"] = {"grade": True, "grade_id": "test_f", "locked": True, "points": 1,
+                                 "schema_version": 3, "solution": False, "task": False}
+    cell.outputs = [nbformat.from_dict(o) if isinstance(o, dict) and "output_type" in o and o["output_type"] == "error"
+                    else nbformat.from_dict(out(*o)) for o in outputs]
+    nb.cells = [cell]
+    refs = {"x": {"test_f": [out(*r)["data"][MIME] for r in reference]}}
+    Verdict(references=refs).preprocess(nb, {"nbgrader": {"notebook": "x"}})
+    return nb.cells[0]
+
+
+def _texts(cell):
+    return [o["data"]["text/plain"] if o["output_type"] == "display_data" else o["evalue"] for o in cell.outputs]
+
+
+def _korean_feedback():
+    from jaxgrader.grading.localize import FEEDBACK, Translator
+
+    edition = tr.load_edition(ROOT, "ko")
+    return Translator(tr.read_catalog(edition.catalogs / f"{FEEDBACK}.po"))
+
+
+VERDICTS = [  # (student's reports, reference's): together they make the verdict say each of its sentences
+    ([("a", 1.0)], [("a", 1.0)]),
+    ([("a", 1.0), ("b", 2.0)], [("a", 1.0), ("b", 2.0)]),
+    ([("a", [1.0, 2.0])], [("a", [1.0, 3.0])]),
+    ([("a", np.array([1.0, 2.0]))], [("a", np.array([1.0, 3.0]))]),
+    ([("a", np.ones(3))], [("a", np.ones(2))]),
+    ([("a", 1.0)], [("a", 2.0)]),
+    ([("a", {"W": [[1.0, 2.0], [3.0, 4.0]]})], [("a", {"W": [[1.0, 2.0], [3.0, 5.0]]})]),
+    ([], [("a", 1.0)]),
+    ([("a", 1.0), ("a", 1.0)], [("a", 1.0)]),
+    ([("a", False, "true")], [("a", True, "true")]),
+    ([("a", 9.0, "at_most", 2.0)], [("a", 1.0, "at_most", 2.0)]),
+    ([("a", 0.1, "at_least", 0.9)], [("a", 1.0, "at_least", 0.9)]),
+    ([("a", "x", "at_least", 0.9)], [("a", 1.0, "at_least", 0.9)]),
+    ([("a", {"V": 1.0})], [("a", {"W": 1.0})]),
+    ([("a", [1.0])], [("a", [1.0, 2.0])]),
+    ([("a", "yes")], [("a", "no")]),
+    ([("a", [True, False])], [("a", [1.0, 0.0])]),
+    ([("a", [1, 2], "equal")], [("a", [1, 3], "equal")]),
+    ([("a", [1.5, 2.0], "equal")], [("a", [1, 2], "equal")]),
+    ([], [("a", 1.0), ("b", 1.0), ("c", 1.0), ("d", 1.0), ("e", 1.0)]),
+    ([{"output_type": "error", "ename": "AssertionError", "evalue": "f(1) should be 2", "traceback": []}],
+     [("a", 1.0)]),
+    ([{"output_type": "error", "ename": "AssertionError", "evalue": "not in the cell", "traceback": []}],
+     [("a", 1.0)]),
+    ([{"output_type": "error", "ename": "NameError", "evalue": "name 'f' is not defined", "traceback": []}],
+     [("a", 1.0)]),
+    ([{"output_type": "error", "ename": "Weird", "evalue": "x", "traceback": []}], [("a", 1.0)]),
+    ([("a", 1.0)], []),
+]
+
+
+@pytest.mark.parametrize("student, reference", VERDICTS)
+def test_every_verdict_sentence_has_a_korean_template(student, reference):
+    """The real verdict's lines, fed through the Korean feedback catalog: nothing stays English."""
+    cell = _judged(student, reference, source='assert f(1) == 2, "f(1) should be 2"\n### BEGIN HIDDEN TESTS\n')
+    english = _texts(cell)
+    _korean_feedback().verdict(cell)
+    korean = _texts(cell)
+    for en, ko in zip(english, korean):
+        words = re.sub(r"'[^']*'|\"[^\"]*\"|\([^()]*\)|\[[^\]]*\]|\b[a-z]\b|NameError|Weird", "", ko)
+        assert re.search(r"[가-힣]", ko) and not re.search(r"\b(the|of|than|instead|not|expected|at)\b", words), \
+            (en, ko)
+
+
+def test_visible_test_messages_are_translated_with_their_fields():
+    from jaxgrader.grading.localize import Translator
+
+    catalog = tr.Catalog(locale="ko")
+    catalog.add('f"predict returned shape {jnp.shape(_ya)}; expected {want}"', context="c1",
+                string='f"predict가 반환한 shape은 {jnp.shape(_ya)}입니다. 기대한 shape은 {want}입니다"')
+    catalog.add('"the bias is missing"', context="c1", string='"bias가 빠졌습니다"')
+    translator = Translator(tr.read_catalog(tr.load_edition(ROOT, "ko").catalogs / "feedback.po"), catalog)
+    assert translator.line("a visible test failed: predict returned shape (3,); expected (2,)") == \
+        "공개 테스트 실패: predict가 반환한 shape은 (3,)입니다. 기대한 shape은 (2,)입니다"
+    assert translator.line("a visible test failed: the bias is missing") == "공개 테스트 실패: bias가 빠졌습니다"
+    assert translator.line("a visible test failed: something else") == "공개 테스트 실패: something else"
+
+
+def test_feedback_follows_the_edition_the_student_submitted(tmp_path):
+    """A tmp course with an English and a Korean release of one notebook: the Korean student's feedback
+    gets the Korean prompt, visible test and verdict; the English student's stays as nbgrader wrote it."""
+    import shutil
+
+    from traitlets.config import Config
+
+    from jaxgrader.grading.localize import LocalizeFeedback
+
+    english = _nb("# Exercise\n\nWrite f.", CODE)
+    english.cells[0].metadata["nbgrader"] = {"grade": False, "grade_id": "prompt_f", "locked": True,
+                                             "schema_version": 3, "solution": False, "task": False}
+    korean = _pseudo_translate(english)
+    for folder, nb in [("release", english), ("ko/release", korean), ("submitted/en1", english),
+                       ("submitted/ko1", korean)]:
+        (tmp_path / folder / "lesson9").mkdir(parents=True)
+        nbformat.write(nb, tmp_path / folder / "lesson9" / "x.ipynb")
+    (tmp_path / "i18n" / "ko" / "LC_MESSAGES").mkdir(parents=True)
+    (tmp_path / "i18n" / "ko" / "edition.toml").write_text("files = []\n")
+    shutil.copy(ROOT / "i18n" / "ko" / "LC_MESSAGES" / "feedback.po", tmp_path / "i18n" / "ko" / "LC_MESSAGES")
+    config = Config()
+    config.CourseDirectory.root = str(tmp_path)
+    judged = _judged([("a", 1.0)], [("a", 2.0)], source=CODE)
+
+    def feedback(student):
+        nb = nbformat.from_dict(english)
+        nb.cells[1].outputs = nbformat.from_dict(judged.outputs)
+        return LocalizeFeedback(config=config).preprocess(
+            nb, {"nbgrader": {"student": student, "assignment": "lesson9", "notebook": "x"}})[0]
+
+    ko, en = feedback("ko1"), feedback("en1")
+    assert ko.cells[0].source == korean.cells[0].source and ko.cells[1].source == korean.cells[1].source
+    assert _texts(ko.cells[1]) == ["실패: 1개 항목 중 1개 실패 (0개 통과)", "a: 기대한 값과 다릅니다 (결과 1, 기대값 2)"]
+    assert en.cells[0].source == english.cells[0].source and _texts(en.cells[1]) == _texts(judged)

@@ -532,9 +532,7 @@ def update(root: Path, language: str) -> dict[str, dict[str, int]]:
     keeps its old translation flagged fuzzy); returns counts per file."""
     edition = load_edition(root, language)
     counts = {}
-    for english in translatable_files(root):
-        tmpl = english_template(root, english)
-        path = edition.catalog_path(english)
+    for english, path, tmpl in catalog_sources(edition):
         if path.exists():
             catalog = read_catalog(path)
             catalog.update(tmpl, update_header_comment=False, update_creation_date=False)
@@ -545,6 +543,16 @@ def update(root: Path, language: str) -> dict[str, dict[str, int]]:
         write_catalog(catalog, path)
         counts[english] = status_counts(tmpl, catalog)
     return counts
+
+
+def catalog_sources(edition: Edition, required_only: bool = False) -> list[tuple[str, Path, Catalog]]:
+    """(what is translated, its catalog, its template): every translatable file (or only the declared
+    ones), then the grader's feedback sentences, which every edition needs."""
+    from .localize import FEEDBACK, feedback_template
+
+    files = edition.files if required_only else translatable_files(edition.root)
+    out = [(f, edition.catalog_path(f), english_template(edition.root, f)) for f in files]
+    return out + [("the grader's feedback", edition.catalogs / f"{FEEDBACK}.po", feedback_template())]
 
 
 def status_counts(tmpl: Catalog, catalog: Catalog) -> dict[str, int]:
@@ -599,11 +607,10 @@ def command(root: Path, action: str, language: str) -> int:
         return 0
     edition = load_edition(root, language)
     counts = update(root, language) if action == "update" else {
-        f: status_counts(english_template(root, f), read_catalog(edition.catalog_path(f)))
-        for f in translatable_files(root) if edition.catalog_path(f).exists()}
+        f: status_counts(tmpl, read_catalog(path)) for f, path, tmpl in catalog_sources(edition) if path.exists()}
     incomplete = 0
     for english, c in counts.items():
-        declared = english in edition.files
+        declared = english in edition.files or english == "the grader's feedback"
         incomplete += declared and c["translated"] < c["units"]
         print(f"{english:45s} {c['translated']:4d}/{c['units']:<4d} translated, {c['fuzzy']:3d} fuzzy"
               + ("  (in the edition)" if declared else ""))

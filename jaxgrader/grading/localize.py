@@ -1,0 +1,257 @@
+"""Feedback in the language of the edition a student submitted (docs/grading.md, "Editions").
+
+An edition's release has the English notebook's file names, cell ids, grade ids, points and
+code; only text differs (tests/test_translation.py). So a Korean submission is graded as the
+English assignment it is a translation of: nbgrader restores the English locked and test cells,
+the same hidden tests run on the same code against the same reference run, and the score is
+the English one by construction. Only the feedback is written afterwards in the student's
+language, by ``LocalizeFeedback`` (a ``GenerateFeedback`` preprocessor, before
+``HideHiddenTests``):
+
+* the edition is recognised from the submission itself (``submitted/``): the edition whose
+  release its locked cells match most, English on a tie; nothing the student could gain by it;
+* the course's cells (prompts, locked cells, the visible part of test cells) are put back in
+  the edition's words, from the edition's release, by grade id; the student's cells stay theirs;
+* the verdict's lines are translated through the edition's catalogs: the grader's sentences
+  (``MESSAGES`` below, catalog ``i18n/<lang>/LC_MESSAGES/feedback.po``) and the visible tests'
+  assert messages (the notebook's own catalog, f-string fields carried over). A line no template
+  matches stays in English, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from babel.messages.catalog import Catalog
+from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Bool
+
+from . import translate as tr
+
+FEEDBACK = "feedback"  # catalog name (i18n/<lang>/LC_MESSAGES/feedback.po)
+
+# The verdict's sentences (jaxgrader/grading/verdict.py), as templates. Most specific first: the
+# first template that matches a whole line translates it. tests/test_translation.py feeds the real
+# verdict's lines through them, so a changed sentence there fails the test until it is added here.
+MESSAGES = [
+    "passed: {n} check by the grader",
+    "passed: {n} checks by the grader",
+    "failed: {failed} of {total} checks ({passed} passed)",
+    "a visible test failed: {assertion}",
+    "a visible test failed",
+    "the test stopped with an error",
+    "the test stopped with {error}",
+    "... and {n} more",
+    "not reported (the test stopped before this check)",
+    "reported more than once",
+    "the reference run reported nothing for this test; ask your teacher",
+    "not true",
+    "not a number: {value}",
+    "{value} is above {bound}",
+    "{value} is below {bound}",
+    "different structure (keys, lengths or nesting) than expected",
+    "not a numeric value{where}: {value}",
+    "shape {got} instead of {expected}{where}",
+    "dtype kind {got} instead of {expected}{where}",
+    "values differ from the expected ones{where}",
+    "booleans where numbers were expected{where}",
+    "differs from the expected value{where} (largest difference {difference} at index {index})",
+    "differs from the expected value{where} (got {got}, expected {expected})",
+    "{got} instead of {expected}{where}",
+    " at {path}",
+    "(no trusted check)",
+    "(report)",
+]
+_FIELD = re.compile(r"\{(\w+)\}")
+_GROUP = {"where": r"(?: at \[.*)?", "path": r"\[.*"}
+_NESTED = {"where"}  # fields that are themselves a translatable phrase
+
+
+def feedback_template() -> Catalog:
+    catalog = Catalog(project=tr.PROJECT, fuzzy=False)
+    for message in MESSAGES:
+        catalog.add(message, context="verdict", auto_comments=[
+            "the grader's verdict, shown in feedback; keep every {field} as it is"])
+    return catalog
+
+
+def _pattern(template: str) -> re.Pattern:
+    out, last = [], 0
+    for m in _FIELD.finditer(template):
+        out += [re.escape(template[last:m.start()]), f"(?P<{m.group(1)}>{_GROUP.get(m.group(1), '.+?')})"]
+        last = m.end()
+    return re.compile("".join(out) + re.escape(template[last:]) + r"\Z", re.DOTALL)
+
+
+class Translator:
+    """One edition's feedback sentences and one notebook's assert messages, English -> edition."""
+
+    def __init__(self, feedback: Catalog, notebook: Catalog | None = None):
+        table = tr.translations(feedback)
+        self.templates = [(_pattern(m), table[("verdict", m)]) for m in MESSAGES if ("verdict", m) in table]
+        self.assertions = _assertions(notebook) if notebook is not None else []
+
+    def line(self, text: str) -> str:
+        for pattern, translated in self.templates:
+            match = pattern.match(text)
+            if match:
+                fields = {k: (self.line(v) if k in _NESTED and v else self.assertion(v) if k == "assertion" else v)
+                          for k, v in match.groupdict().items()}
+                return _FIELD.sub(lambda m: fields.get(m.group(1), m.group(0)), translated)
+        return text
+
+    def assertion(self, text: str) -> str:
+        for pattern, parts in self.assertions:
+            match = pattern.match(text)
+            if match:
+                return "".join(p if kind == "text" else match.group(f"f{p}") for kind, p in parts)
+        return text
+
+    def verdict(self, cell) -> None:
+        """Translate the verdict's outputs of a judged test cell in place."""
+        parts = []
+        for output in cell.get("outputs", []):
+            meta = output.get("metadata", {}).get("jaxgrader") if output.get("output_type") == "display_data" else None
+            if isinstance(meta, dict):
+                parts = meta.get("parts", [])
+                output["data"]["text/plain"] = self.line(output["data"].get("text/plain", ""))
+            elif output.get("output_type") == "error" and output.get("ename") == "TestFailed":
+                lines = _lines(output["evalue"], parts)
+                head = len(lines) > len(_tail(output["evalue"], parts))  # the visible test's line comes first
+                output["evalue"] = "; ".join(self.line(line) if i == 0 and head else self._part(line)
+                                             for i, line in enumerate(lines))
+                output["traceback"] = [f"TestFailed: {output['evalue']}"]
+
+    def _part(self, line: str) -> str:
+        name, sep, message = line.partition(": ")
+        if line.startswith("... and "):
+            return self.line(line)
+        return self.line(name) + sep + self.line(message) if sep else self.line(line)
+
+
+def _tail(evalue: str, parts: list[dict]) -> list[str]:
+    """The part lines the verdict put at the end of its error (failed parts, maybe '... and N more')."""
+    failed = [f"{p['name']}: {p['message']}" for p in parts if not p.get("passed")]
+    for k in range(len(failed), -1, -1):
+        tail = failed[:k] + ([f"... and {len(failed) - k} more"] if k < len(failed) else [])
+        joined = "; ".join(tail)
+        if tail and (evalue == joined or evalue.endswith("; " + joined)):
+            return tail
+    return []
+
+
+def _lines(evalue: str, parts: list[dict]) -> list[str]:
+    tail = _tail(evalue, parts)
+    joined = "; ".join(tail)
+    head = evalue[: len(evalue) - len(joined)].removesuffix("; ") if tail else evalue
+    return ([head] if head else []) + tail
+
+
+def _literal_parts(source: str):
+    """A string literal's source as [("text", str) | ("field", index)] with field keys, or None."""
+    try:
+        node = ast.parse(f"(\n{source}\n)", mode="eval").body
+    except SyntaxError:
+        return None
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [("text", node.value)]
+    if isinstance(node, ast.JoinedStr):
+        return [("text", v.value) if isinstance(v, ast.Constant) else ("field", ast.dump(v)) for v in node.values]
+    return None
+
+
+def _assertions(catalog: Catalog) -> list[tuple[re.Pattern, list]]:
+    """English assert messages as patterns (f-string fields captured) with the edition's parts."""
+    out = []
+    for (_, english), translated in tr.translations(catalog).items():
+        en, ko = _literal_parts(english), _literal_parts(translated)
+        if en is None or ko is None:
+            continue
+        keys = {p: i for i, (kind, p) in reversed(list(enumerate(en))) if kind == "field"}
+        pattern, seen = [], set()
+        for kind, p in en:
+            if kind == "text":
+                pattern.append(re.escape(p))
+            else:
+                pattern.append(f"(?P=f{keys[p]})" if keys[p] in seen else f"(?P<f{keys[p]}>.*?)")
+                seen.add(keys[p])
+        if any(kind == "field" and p not in keys for kind, p in ko):
+            continue  # a field the English does not have: keep the English message
+        out.append((re.compile("".join(pattern) + r"\Z", re.DOTALL),
+                    [(kind, p if kind == "text" else keys[p]) for kind, p in ko]))
+    return out
+
+
+# --------------------------------------------------------------------------- the preprocessor
+
+
+def edition_of(submission, root: Path, assignment: str, notebook: str) -> str | None:
+    """The language whose release the submission's locked cells match most (None: English)."""
+    from .notebooks import read_notebook
+
+    def locked(nb) -> dict[str, str]:
+        return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
+                if c.get("metadata", {}).get("nbgrader", {}).get("locked") and "grade_id" in c.metadata["nbgrader"]}
+
+    mine = locked(submission)
+    english = Path(root) / "release" / assignment / f"{notebook}.ipynb"
+    best, best_score = None, sum(mine.get(g) == s for g, s in locked(read_notebook(english)).items()) \
+        if english.is_file() else 0
+    for language in tr.languages(root):
+        release = Path(root) / language / "release" / assignment / f"{notebook}.ipynb"
+        if release.is_file():
+            score = sum(mine.get(g) == s for g, s in locked(read_notebook(release)).items())
+            if score > best_score:
+                best, best_score = language, score
+    return best
+
+
+def localize(nb, root: Path, language: str, assignment: str, notebook: str):
+    """The autograded notebook ``nb`` with the course's cells and the verdict in ``language``."""
+    from .notebooks import read_notebook
+
+    edition = tr.load_edition(root, language)
+    release = read_notebook(Path(root) / language / "release" / assignment / f"{notebook}.ipynb")
+    theirs = {c.metadata["nbgrader"]["grade_id"]: c for c in release.cells if "grade_id" in c.metadata.get("nbgrader", {})}
+    po = edition.catalog_path(f"source/{assignment}/{notebook}.ipynb")
+    translator = Translator(tr.read_catalog(edition.catalogs / f"{FEEDBACK}.po"),
+                            tr.read_catalog(po) if po.is_file() else None)
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        ours = theirs.get(meta.get("grade_id"))
+        if ours is not None and ours.cell_type == cell.cell_type and not meta.get("solution") \
+                and (meta.get("locked") or meta.get("grade")):
+            cell.source = ours.source
+        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
+            translator.verdict(cell)
+    return nb
+
+
+class LocalizeFeedback(NbGraderPreprocessor):
+    """Feedback in the language of the edition the student submitted (see module doc)."""
+
+    enabled = Bool(True, help="Write feedback in the language of the edition a student submitted "
+                   "(editions: i18n/<lang>/edition.toml); off: every student's feedback is in English.").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        from nbgrader.coursedir import CourseDirectory
+
+        from .notebooks import NotebookError, read_notebook
+
+        info = resources.get("nbgrader", {})
+        coursedir = CourseDirectory(config=self.config)
+        root = Path(coursedir.root)
+        if not self.enabled or not tr.languages(root):
+            return nb, resources
+        submitted = Path(coursedir.format_path(coursedir.submitted_directory, info.get("student", ""),
+                                               info.get("assignment", ""))) / f"{info.get('notebook')}.ipynb"
+        try:
+            language = edition_of(read_notebook(submitted), root, info["assignment"], info["notebook"])
+        except (NotebookError, KeyError):
+            return nb, resources
+        if language:
+            nb = localize(nb, root, language, info["assignment"], info["notebook"])
+            nb.metadata["language"] = language
+        return nb, resources
