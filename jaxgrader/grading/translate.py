@@ -49,7 +49,6 @@ from .config import CourseError
 CATALOGS = "i18n"
 PROJECT = "JAX from first principles"
 MARKERS = re.compile(r"^\s*###? (BEGIN|END) (SOLUTION|HIDDEN TESTS)\b")
-HIDDEN = "### BEGIN HIDDEN TESTS"
 HEADER = """\
 # Translation of {english}, the English file of the course it is built from.
 # Translate the msgstr entries only; `jaxgrader translate update` keeps this file in step
@@ -82,9 +81,8 @@ def markdown_units(text: str) -> list[Unit]:
         if not block:
             return
         start, end = block[0][0], block[-1][1]
-        rows = [(s, e) for s, e in block]
-        if all(text[s:e].lstrip().startswith("|") for s, e in rows):
-            units.extend(Unit(s, s + len(text[s:e].rstrip("\n")), "markdown") for s, e in rows
+        if all(text[s:e].lstrip().startswith("|") for s, e in block):
+            units.extend(Unit(s, s + len(text[s:e].rstrip("\n")), "markdown") for s, e in block
                          if _LETTER.search(text[s:e]))
         elif _LETTER.search(text[start:end]):
             units.append(Unit(start, start + len(text[start:end].rstrip("\n")), "markdown"))
@@ -109,6 +107,11 @@ def markdown_units(text: str) -> list[Unit]:
     return units
 
 
+def _lines(source: str) -> list[str]:
+    """Lines as Python counts them (split at newlines only, kept), unlike ``str.splitlines``."""
+    return io.StringIO(source).readlines()
+
+
 def _magic(line: str) -> bool:
     return line.lstrip()[:1] in ("%", "!")
 
@@ -117,7 +120,7 @@ def _parse(source: str):
     """(tree, text parsed): the cell, or where it is not Python, the cell with its IPython magic and
     shell lines replaced by ``pass`` (same line positions); (None, source) if neither parses."""
     masked = "".join(re.sub(r"^(\s*).*?(\n?)$", r"\1pass\2", line) if _magic(line) else line
-                     for line in source.splitlines(keepends=True))
+                     for line in _lines(source))
     for text in (source, masked):
         try:
             return ast.parse(text), text
@@ -129,7 +132,7 @@ def _parse(source: str):
 def _excluded_lines(source: str) -> set[int]:
     """1-based lines of solutions and hidden tests: never translated, byte-identical in every edition."""
     out, inside = set(), False
-    for number, line in enumerate(source.splitlines(), start=1):
+    for number, line in enumerate(_lines(source), start=1):
         if re.match(r"^\s*### BEGIN (SOLUTION|HIDDEN TESTS)", line):
             inside = True
         if inside or MARKERS.match(line):
@@ -141,7 +144,7 @@ def _excluded_lines(source: str) -> set[int]:
 
 def _offsets(source: str):
     """Character offset of (1-based line, column) where the column is in characters or UTF-8 bytes."""
-    lines = source.splitlines(keepends=True) or [""]
+    lines = _lines(source) or [""]
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line))
@@ -479,8 +482,8 @@ def code_skeleton(source: str) -> str:
 
 def _protected(source: str) -> str:
     """Solutions and hidden tests: the lines no edition touches."""
-    lines = source.splitlines()
-    return "\n".join(lines[n - 1] for n in sorted(_excluded_lines(source)))
+    lines = _lines(source)
+    return "".join(lines[n - 1] for n in sorted(_excluded_lines(source)))
 
 
 def differences(english, edition_nb, name: str = "") -> list[str]:
