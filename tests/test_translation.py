@@ -317,3 +317,57 @@ def test_feedback_follows_the_edition_the_student_submitted(tmp_path):
     assert ko.cells[0].source == korean.cells[0].source and ko.cells[1].source == korean.cells[1].source
     assert _texts(ko.cells[1]) == ["실패: 1개 항목 중 1개 실패 (0개 통과)", "a: 기대한 값과 다릅니다 (결과 1, 기대값 2)"]
     assert en.cells[0].source == english.cells[0].source and _texts(en.cells[1]) == _texts(judged)
+
+
+@pytest.mark.slow
+def test_an_edition_is_graded_like_the_english(tmp_path):
+    """Korean students in a real class run (nbgrader, sandboxed kernels, the course's config): a
+    translated release with the solution earns full marks, with the demo's mistakes loses exactly the
+    cells those mistakes fail, as the English trials do; their feedback is Korean, without hidden tests.
+
+    The edition is lesson 1 with every unit pseudo-translated, so this holds for any edition that passes
+    the tests above; the real Korean lesson 1 replaces it once declared."""
+    import html
+    import shutil
+
+    from jaxgrader.grading.course import grade_class
+    from jaxgrader.grading.demo import answers_for
+    from jaxgrader.grading.notebooks import write_submission
+    from jaxgrader.grading.trials import wrong_answers
+
+    course = tmp_path / "course"
+    course.mkdir()
+    for part in ["nbgrader_config.py", "source/lesson1", "release/lesson1", "demo"]:
+        (shutil.copytree if (ROOT / part).is_dir() else shutil.copy2)(ROOT / part, course / part)
+    (course / "ko/release/lesson1").mkdir(parents=True)
+    nbformat.write(_pseudo_translate(read_notebook(ROOT / "release/lesson1/pure_functions.ipynb")),
+                   course / "ko/release/lesson1/pure_functions.ipynb")
+    catalogs = course / "i18n/ko/LC_MESSAGES"
+    (catalogs / "source/lesson1").mkdir(parents=True)
+    (course / "i18n/ko/edition.toml").write_text("files = []\n")
+    shutil.copy2(ROOT / "i18n/ko/LC_MESSAGES/feedback.po", catalogs)
+    catalog = tr.Catalog(locale="ko")
+    for cell in read_notebook(ROOT / "source/lesson1/pure_functions.ipynb").cells:
+        for unit in tr.cell_units(cell):
+            text = cell.source[unit.start:unit.end]
+            catalog.add(text, string=_pseudo(text, unit.kind), context=cell.id)
+    tr.write_catalog(catalog, catalogs / "source/lesson1/pure_functions.po")
+    for student, like in [("hana", "ada"), ("minjun", "cy")]:
+        folder = course / "submitted" / student / "lesson1"
+        folder.mkdir(parents=True)
+        write_submission(course / "ko/release/lesson1", folder,
+                         {"pure_functions": answers_for(course, "lesson1", "pure_functions", like)})
+
+    results = {r.student: r for r in grade_class(course, ["lesson1"], progress=False)}
+    source = read_notebook(ROOT / "source/lesson1/pure_functions.ipynb")
+    points = {c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"]["points"] for c in source.cells
+              if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")}
+    fails = {cell for a in wrong_answers(ROOT, "lesson1") if a.get("demo") for cell in a["fails"]}
+    assert fails and all(r.status == "graded" for r in results.values()), results
+    for student, lost in [("hana", set()), ("minjun", fails)]:
+        got = {gid: c["score"] for gid, c in results[student].cells["pure_functions"].items() if gid in points}
+        assert got == {gid: 0 if gid in lost else p for gid, p in points.items()}, student
+        page = html.unescape((course / "feedback" / student / "lesson1" / "pure_functions.html").read_text())
+        assert "통과: 채점기가" in page and "BEGIN HIDDEN TESTS" not in page and "_report(" not in page
+    page = html.unescape((course / "feedback/minjun/lesson1/pure_functions.html").read_text())
+    assert "실패: " in page and "공개 테스트 실패: 번역 " in page
