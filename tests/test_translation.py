@@ -317,6 +317,9 @@ def test_feedback_follows_the_edition_the_student_submitted(tmp_path):
     assert ko.cells[0].source == korean.cells[0].source and ko.cells[1].source == korean.cells[1].source
     assert _texts(ko.cells[1]) == ["실패: 1개 항목 중 1개 실패 (0개 통과)", "a: 기대한 값과 다릅니다 (결과 1, 기대값 2)"]
     assert en.cells[0].source == english.cells[0].source and _texts(en.cells[1]) == _texts(judged)
+    (tmp_path / "i18n" / "ko" / "LC_MESSAGES" / "feedback.po").write_text("msgid \"broken")
+    broken = feedback("ko1")  # a broken catalog costs the language, not the feedback
+    assert broken.cells[0].source == english.cells[0].source and _texts(broken.cells[1]) == _texts(judged)
 
 
 @pytest.mark.slow

@@ -252,6 +252,10 @@ class LocalizeFeedback(NbGraderPreprocessor):
         except (NotebookError, KeyError):
             return nb, resources
         if language:
-            nb = localize(nb, root, language, info["assignment"], info["notebook"])
+            try:
+                nb = localize(nb, root, language, info["assignment"], info["notebook"])
+            except (tr.CourseError, NotebookError) as exc:  # a broken catalog costs the language, not the feedback
+                self.log.warning("feedback for %s stays in English: %s", info.get("student"), exc)
+                return nb, resources
             nb.metadata["language"] = language
         return nb, resources
