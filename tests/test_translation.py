@@ -374,3 +374,27 @@ def test_an_edition_is_graded_like_the_english(tmp_path):
         assert "통과: 채점기가" in page and "BEGIN HIDDEN TESTS" not in page and "_report(" not in page
     page = html.unescape((course / "feedback/minjun/lesson1/pure_functions.html").read_text())
     assert "실패: " in page and "공개 테스트 실패: 번역 " in page
+
+
+def test_links_follow_the_edition_as_it_grows(tmp_path):
+    badge = tr.course_style.badge("notebooks/lesson1_x.ipynb")
+    index = _nb(f"See [lesson 1](lesson1_x.ipynb) {badge} and [its assignment](../release/lesson1/x.ipynb).", "x = 1")
+    (tmp_path / "notebooks").mkdir()
+    nbformat.write(index, tmp_path / "notebooks" / "00_index.ipynb")
+    nbformat.write(_nb("# Lesson 1", "x = 1"), tmp_path / "notebooks" / "lesson1_x.ipynb")
+    (tmp_path / "README.md").write_text("## Students\n\nHello.\n")
+    (tmp_path / "i18n" / "ko").mkdir(parents=True)
+
+    def built(files):
+        (tmp_path / "i18n" / "ko" / "edition.toml").write_text(f"files = {files!r}\n".replace("'", '"'))
+        tr.update(tmp_path, "ko")
+        edition = tr.load_edition(tmp_path, "ko")
+        catalog = tr.read_catalog(edition.catalog_path("notebooks/00_index.ipynb"))
+        return tr.build_notebook(index, catalog, "notebooks/00_index.ipynb", edition).cells[0].source
+
+    alone = built(["notebooks/00_index.ipynb"])
+    assert "](../../notebooks/lesson1_x.ipynb)" in alone and "](../../release/lesson1/x.ipynb)" in alone
+    assert tr.course_style.colab_url("notebooks/lesson1_x.ipynb") + ")" in alone
+    both = built(["notebooks/00_index.ipynb", "notebooks/lesson1_x.ipynb"])
+    assert "](lesson1_x.ipynb)" in both and "](../../release/lesson1/x.ipynb)" in both
+    assert tr.course_style.colab_url("ko/notebooks/lesson1_x.ipynb") + ")" in both

@@ -345,11 +345,11 @@ README_SECTION = "## Students"
 
 def readme_section(text: str) -> str:
     """README.md's student section: from its heading up to the next second-level heading."""
-    start = text.find(f"\n{README_SECTION}\n")
-    if start < 0:
+    found = re.search(rf"^{re.escape(README_SECTION)}\n", text, re.MULTILINE)
+    if not found:
         raise CourseError(f"README.md: no '{README_SECTION}' section")
-    end = text.find("\n## ", start + 1)
-    return text[start + 1: end + 1 if end >= 0 else len(text)]
+    end = text.find("\n## ", found.start() + 1)
+    return text[found.start(): end + 1 if end >= 0 else len(text)]
 
 
 def english_template(root: Path, english: str) -> Catalog:
