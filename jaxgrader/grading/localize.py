@@ -187,7 +187,17 @@ def _assertions(catalog: Catalog) -> list[tuple[re.Pattern, list]]:
 # --------------------------------------------------------------------------- the preprocessor
 
 
-def edition_of(submission, root: Path, assignment: str, notebook: str) -> str | None:
+def release_path(coursedir, assignment: str, notebook: str, language: str | None = None) -> Path:
+    """A notebook of the English release, or of an edition's (its folder ``<lang>/`` is a course
+    directory laid out like the course's own)."""
+    from nbgrader.coursedir import CourseDirectory
+
+    if language:
+        coursedir = CourseDirectory(config=coursedir.config, root=str(Path(coursedir.root) / language))
+    return Path(coursedir.format_path(coursedir.release_directory, ".", assignment)) / f"{notebook}.ipynb"
+
+
+def edition_of(submission, coursedir, assignment: str, notebook: str) -> str | None:
     """The language whose release the submission's locked cells match most (None: English)."""
     from .notebooks import read_notebook
 
@@ -195,25 +205,24 @@ def edition_of(submission, root: Path, assignment: str, notebook: str) -> str | 
         return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
                 if c.get("metadata", {}).get("nbgrader", {}).get("locked") and "grade_id" in c.metadata["nbgrader"]}
 
+    def matches(path: Path) -> int:
+        return sum(mine.get(g) == s for g, s in locked(read_notebook(path)).items()) if path.is_file() else 0
+
     mine = locked(submission)
-    english = Path(root) / "release" / assignment / f"{notebook}.ipynb"
-    best, best_score = None, sum(mine.get(g) == s for g, s in locked(read_notebook(english)).items()) \
-        if english.is_file() else 0
-    for language in tr.languages(root):
-        release = Path(root) / language / "release" / assignment / f"{notebook}.ipynb"
-        if release.is_file():
-            score = sum(mine.get(g) == s for g, s in locked(read_notebook(release)).items())
-            if score > best_score:
-                best, best_score = language, score
+    best, best_score = None, matches(release_path(coursedir, assignment, notebook))
+    for language in tr.languages(Path(coursedir.root)):
+        score = matches(release_path(coursedir, assignment, notebook, language))
+        if score > best_score:
+            best, best_score = language, score
     return best
 
 
-def localize(nb, root: Path, language: str, assignment: str, notebook: str):
+def localize(nb, coursedir, language: str, assignment: str, notebook: str):
     """The autograded notebook ``nb`` with the course's cells and the verdict in ``language``."""
     from .notebooks import read_notebook
 
-    edition = tr.load_edition(root, language)
-    release = read_notebook(Path(root) / language / "release" / assignment / f"{notebook}.ipynb")
+    edition = tr.load_edition(Path(coursedir.root), language)
+    release = read_notebook(release_path(coursedir, assignment, notebook, language))
     theirs = {c.metadata["nbgrader"]["grade_id"]: c for c in release.cells if "grade_id" in c.metadata.get("nbgrader", {})}
     po = edition.catalog_path(f"source/{assignment}/{notebook}.ipynb")
     translator = Translator(tr.read_catalog(edition.catalogs / f"{FEEDBACK}.po"),
@@ -242,18 +251,17 @@ class LocalizeFeedback(NbGraderPreprocessor):
 
         info = resources.get("nbgrader", {})
         coursedir = CourseDirectory(config=self.config)
-        root = Path(coursedir.root)
-        if not self.enabled or not tr.languages(root):
+        if not self.enabled or not tr.languages(Path(coursedir.root)):
             return nb, resources
         submitted = Path(coursedir.format_path(coursedir.submitted_directory, info.get("student", ""),
                                                info.get("assignment", ""))) / f"{info.get('notebook')}.ipynb"
         try:
-            language = edition_of(read_notebook(submitted), root, info["assignment"], info["notebook"])
+            language = edition_of(read_notebook(submitted), coursedir, info["assignment"], info["notebook"])
         except (NotebookError, KeyError):
             return nb, resources
         if language:
             try:
-                nb = localize(nb, root, language, info["assignment"], info["notebook"])
+                nb = localize(nb, coursedir, language, info["assignment"], info["notebook"])
             except (tr.CourseError, NotebookError) as exc:  # a broken catalog costs the language, not the feedback
                 self.log.warning("feedback for %s stays in English: %s", info.get("student"), exc)
                 return nb, resources
