@@ -71,8 +71,13 @@ class Unit:
     kind: str  # "markdown", "comment" or "string"
 
 
+def _has_text(markdown: str) -> bool:
+    """Words outside HTML tags and link targets (a lone ``</details>`` is nothing to translate)."""
+    return bool(_LETTER.search(re.sub(r"<[^>]+>|\]\([^)]*\)", "", markdown)))
+
+
 def markdown_units(text: str) -> list[Unit]:
-    """Paragraphs (table rows one by one); fenced code blocks and letterless lines are not units."""
+    """Paragraphs (table rows one by one); fenced code blocks and paragraphs without words are not units."""
     units, fence = [], None
     offset, block = 0, []  # block: (start, end) of the current paragraph's lines
     lines = text.splitlines(keepends=True)
@@ -83,8 +88,8 @@ def markdown_units(text: str) -> list[Unit]:
         start, end = block[0][0], block[-1][1]
         if all(text[s:e].lstrip().startswith("|") for s, e in block):
             units.extend(Unit(s, s + len(text[s:e].rstrip("\n")), "markdown") for s, e in block
-                         if _LETTER.search(text[s:e]))
-        elif _LETTER.search(text[start:end]):
+                         if _has_text(text[s:e]))
+        elif _has_text(text[start:end]):
             units.append(Unit(start, start + len(text[start:end].rstrip("\n")), "markdown"))
         block.clear()
 
@@ -539,6 +544,8 @@ def update(root: Path, language: str) -> dict[str, dict[str, int]]:
         if path.exists():
             catalog = read_catalog(path)
             catalog.update(tmpl, update_header_comment=False, update_creation_date=False)
+            # removed English keeps its translation for reference (`#~`); untranslated, it is only noise
+            catalog.obsolete = type(catalog.obsolete)((k, m) for k, m in catalog.obsolete.items() if m.string)
         else:
             catalog = Catalog(locale=language, project=PROJECT, version="1", fuzzy=False,
                               header_comment=HEADER.format(english=english), copyright_holder="the course's authors")
