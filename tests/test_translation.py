@@ -328,8 +328,9 @@ def test_an_edition_is_graded_like_the_english(tmp_path):
     translated release with the solution earns full marks, with the demo's mistakes loses exactly the
     cells those mistakes fail, as the English trials do; their feedback is Korean, without hidden tests.
 
-    The edition is lesson 1 with every unit pseudo-translated, so this holds for any edition that passes
-    the tests above; the real Korean lesson 1 replaces it once declared."""
+    The edition is lesson 1 with every unit pseudo-translated and built the way a translator builds
+    one (`translate update`, the catalog filled in, `translate build`: ko/source, then nbgrader's
+    ko/release), so this holds for any edition that passes the tests above."""
     import html
     import shutil
 
@@ -340,21 +341,23 @@ def test_an_edition_is_graded_like_the_english(tmp_path):
 
     course = tmp_path / "course"
     course.mkdir()
-    for part in ["nbgrader_config.py", "source/lesson1", "release/lesson1", "demo"]:
+    for part in ["nbgrader_config.py", "README.md", "source/lesson1", "release/lesson1", "demo"]:
         (shutil.copytree if (ROOT / part).is_dir() else shutil.copy2)(ROOT / part, course / part)
-    (course / "ko/release/lesson1").mkdir(parents=True)
-    nbformat.write(_pseudo_translate(read_notebook(ROOT / "release/lesson1/pure_functions.ipynb")),
-                   course / "ko/release/lesson1/pure_functions.ipynb")
-    catalogs = course / "i18n/ko/LC_MESSAGES"
-    (catalogs / "source/lesson1").mkdir(parents=True)
-    (course / "i18n/ko/edition.toml").write_text("files = []\n")
-    shutil.copy2(ROOT / "i18n/ko/LC_MESSAGES/feedback.po", catalogs)
-    catalog = tr.Catalog(locale="ko")
-    for cell in read_notebook(ROOT / "source/lesson1/pure_functions.ipynb").cells:
+    english = "source/lesson1/pure_functions.ipynb"
+    (course / "i18n/ko").mkdir(parents=True)
+    (course / "i18n/ko/edition.toml").write_text(f'files = ["{english}"]\n')
+    tr.update(course, "ko")
+    edition = tr.load_edition(course, "ko")
+    shutil.copy2(ROOT / "i18n/ko/LC_MESSAGES/feedback.po", edition.catalogs)
+    catalog = tr.read_catalog(edition.catalog_path(english))
+    for cell in read_notebook(ROOT / english).cells:
         for unit in tr.cell_units(cell):
             text = cell.source[unit.start:unit.end]
-            catalog.add(text, string=_pseudo(text, unit.kind), context=cell.id)
-    tr.write_catalog(catalog, catalogs / "source/lesson1/pure_functions.po")
+            catalog.get(text, context=cell.id).string = _pseudo(text, unit.kind)
+    tr.write_catalog(catalog, edition.catalog_path(english))
+    tr.build(course, "ko")
+    for name in [english, "release/lesson1/pure_functions.ipynb"]:
+        assert tr.differences(read_notebook(course / name), read_notebook(edition.built_path(name)), name) == []
     for student, like in [("hana", "ada"), ("minjun", "cy")]:
         folder = course / "submitted" / student / "lesson1"
         folder.mkdir(parents=True)
@@ -362,7 +365,7 @@ def test_an_edition_is_graded_like_the_english(tmp_path):
                          {"pure_functions": answers_for(course, "lesson1", "pure_functions", like)})
 
     results = {r.student: r for r in grade_class(course, ["lesson1"], progress=False)}
-    source = read_notebook(ROOT / "source/lesson1/pure_functions.ipynb")
+    source = read_notebook(ROOT / english)
     points = {c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"]["points"] for c in source.cells
               if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")}
     fails = {cell for a in wrong_answers(ROOT, "lesson1") if a.get("demo") for cell in a["fails"]}
