@@ -218,10 +218,10 @@ def _texts(cell):
 
 
 def _korean_feedback():
-    from jaxgrader.grading.localize import FEEDBACK, Translator
+    from jaxgrader.grading.localize import GRADER, Translator
 
     edition = tr.load_edition(ROOT, "ko")
-    return Translator(tr.read_catalog(edition.catalogs / f"{FEEDBACK}.po"))
+    return Translator(tr.read_catalog(edition.catalogs / f"{GRADER}.po"))
 
 
 VERDICTS = [  # (student's reports, reference's): together they make the verdict say each of its sentences
@@ -276,7 +276,7 @@ def test_visible_test_messages_are_translated_with_their_fields():
     catalog.add('f"predict returned shape {jnp.shape(_ya)}; expected {want}"', context="c1",
                 string='f"predict가 반환한 shape은 {jnp.shape(_ya)}입니다. 기대한 shape은 {want}입니다"')
     catalog.add('"the bias is missing"', context="c1", string='"bias가 빠졌습니다"')
-    translator = Translator(tr.read_catalog(tr.load_edition(ROOT, "ko").catalogs / "feedback.po"), catalog)
+    translator = Translator(tr.read_catalog(tr.load_edition(ROOT, "ko").catalogs / "grader.po"), catalog)
     assert translator.line("a visible test failed: predict returned shape (3,); expected (2,)") == \
         "공개 테스트 실패: predict가 반환한 shape은 (3,)입니다. 기대한 shape은 (2,)입니다"
     assert translator.line("a visible test failed: the bias is missing") == "공개 테스트 실패: bias가 빠졌습니다"
@@ -302,7 +302,7 @@ def test_feedback_follows_the_edition_the_student_submitted(tmp_path):
         nbformat.write(nb, tmp_path / folder / "lesson9" / "x.ipynb")
     (tmp_path / "i18n" / "ko" / "LC_MESSAGES").mkdir(parents=True)
     (tmp_path / "i18n" / "ko" / "edition.toml").write_text("files = []\n")
-    shutil.copy(ROOT / "i18n" / "ko" / "LC_MESSAGES" / "feedback.po", tmp_path / "i18n" / "ko" / "LC_MESSAGES")
+    shutil.copy(ROOT / "i18n" / "ko" / "LC_MESSAGES" / "grader.po", tmp_path / "i18n" / "ko" / "LC_MESSAGES")
     config = Config()
     config.CourseDirectory.root = str(tmp_path)
     judged = _judged([("a", 1.0)], [("a", 2.0)], source=CODE)
@@ -317,7 +317,7 @@ def test_feedback_follows_the_edition_the_student_submitted(tmp_path):
     assert ko.cells[0].source == korean.cells[0].source and ko.cells[1].source == korean.cells[1].source
     assert _texts(ko.cells[1]) == ["실패: 1개 항목 중 1개 실패 (0개 통과)", "a: 기대한 값과 다릅니다 (결과 1, 기대값 2)"]
     assert en.cells[0].source == english.cells[0].source and _texts(en.cells[1]) == _texts(judged)
-    (tmp_path / "i18n" / "ko" / "LC_MESSAGES" / "feedback.po").write_text("msgid \"broken")
+    (tmp_path / "i18n" / "ko" / "LC_MESSAGES" / "grader.po").write_text("msgid \"broken")
     broken = feedback("ko1")  # a broken catalog costs the language, not the feedback
     assert broken.cells[0].source == english.cells[0].source and _texts(broken.cells[1]) == _texts(judged)
 
@@ -348,7 +348,7 @@ def test_an_edition_is_graded_like_the_english(tmp_path):
     (course / "i18n/ko/edition.toml").write_text(f'files = ["{english}"]\n')
     tr.update(course, "ko")
     edition = tr.load_edition(course, "ko")
-    shutil.copy2(ROOT / "i18n/ko/LC_MESSAGES/feedback.po", edition.catalogs)
+    shutil.copy2(ROOT / "i18n/ko/LC_MESSAGES/grader.po", edition.catalogs)
     catalog = tr.read_catalog(edition.catalog_path(english))
     for cell in read_notebook(ROOT / english).cells:
         for unit in tr.cell_units(cell):
@@ -358,6 +358,8 @@ def test_an_edition_is_graded_like_the_english(tmp_path):
     tr.build(course, "ko")
     for name in [english, "release/lesson1/pure_functions.ipynb"]:
         assert tr.differences(read_notebook(course / name), read_notebook(edition.built_path(name)), name) == []
+    stub = "# 여기에 코드를 작성하세요\nraise NotImplementedError()"  # nbgrader's stub, in the edition's words
+    assert any(stub in c.source for c in read_notebook(edition.built_path("release/lesson1/pure_functions.ipynb")).cells)
     for student, like in [("hana", "ada"), ("minjun", "cy")]:
         folder = course / "submitted" / student / "lesson1"
         folder.mkdir(parents=True)

@@ -13,7 +13,7 @@ language, by ``LocalizeFeedback`` (a ``GenerateFeedback`` preprocessor, before
 * the course's cells (prompts, locked cells, the visible part of test cells) are put back in
   the edition's words, from the edition's release, by grade id; the student's cells stay theirs;
 * the verdict's lines are translated through the edition's catalogs: the grader's sentences
-  (``MESSAGES`` below, catalog ``i18n/<lang>/LC_MESSAGES/feedback.po``) and the visible tests'
+  (``MESSAGES`` below, catalog ``i18n/<lang>/LC_MESSAGES/grader.po``) and the visible tests'
   assert messages (the notebook's own catalog, f-string fields carried over). A line no template
   matches stays in English, so nothing is lost.
 """
@@ -30,7 +30,7 @@ from traitlets import Bool
 
 from . import translate as tr
 
-FEEDBACK = "feedback"  # catalog name (i18n/<lang>/LC_MESSAGES/feedback.po)
+GRADER = "grader"  # the grader's own sentences: i18n/<lang>/LC_MESSAGES/grader.po
 
 # The verdict's sentences (jaxgrader/grading/verdict.py), as templates. Most specific first: the
 # first template that matches a whole line translates it. tests/test_translation.py feeds the real
@@ -69,12 +69,37 @@ _GROUP = {"where": r"(?: at \[.*)?", "path": r"\[.*"}
 _NESTED = {"where"}  # fields that are themselves a translatable phrase
 
 
-def feedback_template() -> Catalog:
+# What nbgrader writes where a solution was (nbgrader_config.py's ClearSolutions stubs): an edition's
+# release gets them in its words.
+STUBS = ["# YOUR CODE HERE", "YOUR ANSWER HERE"]
+
+
+def grader_template() -> Catalog:
+    """The grader's own sentences: the verdict's (context ``verdict``) and nbgrader's stubs (``stub``)."""
     catalog = Catalog(project=tr.PROJECT, fuzzy=False)
     for message in MESSAGES:
         catalog.add(message, context="verdict", auto_comments=[
             "the grader's verdict, shown in feedback; keep every {field} as it is"])
+    for stub in STUBS:
+        catalog.add(stub, context="stub", auto_comments=[
+            "what students find where a solution was" + (" (keep the '#')" if stub.startswith("#") else "")])
     return catalog
+
+
+def stubs(config, edition) -> dict:
+    """nbgrader's ClearSolutions stubs with their sentences in the edition's words (for its release)."""
+    table = tr.translations(tr.read_catalog(edition.catalogs / f"{GRADER}.po"))
+    stub = config.ClearSolutions
+
+    def words(text: str) -> str:
+        for english in STUBS:
+            if ("stub", english) in table:
+                text = text.replace(english, table[("stub", english)])
+        return text
+
+    code = dict(stub.get("code_stub", {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}))
+    return {"code_stub": {k: words(v) for k, v in code.items()},
+            "text_stub": words(stub.get("text_stub", "YOUR ANSWER HERE"))}
 
 
 def _pattern(template: str) -> re.Pattern:
@@ -225,7 +250,7 @@ def localize(nb, coursedir, language: str, assignment: str, notebook: str):
     release = read_notebook(release_path(coursedir, assignment, notebook, language))
     theirs = {c.metadata["nbgrader"]["grade_id"]: c for c in release.cells if "grade_id" in c.metadata.get("nbgrader", {})}
     po = edition.catalog_path(f"source/{assignment}/{notebook}.ipynb")
-    translator = Translator(tr.read_catalog(edition.catalogs / f"{FEEDBACK}.po"),
+    translator = Translator(tr.read_catalog(edition.catalogs / f"{GRADER}.po"),
                             tr.read_catalog(po) if po.is_file() else None)
     for cell in nb.cells:
         meta = cell.get("metadata", {}).get("nbgrader", {})

@@ -47,6 +47,7 @@ from .. import course_style
 from .config import CourseError
 
 CATALOGS = "i18n"
+GRADER_SENTENCES = "the grader's sentences"
 PROJECT = "JAX from first principles"
 MARKERS = re.compile(r"^\s*###? (BEGIN|END) (SOLUTION|HIDDEN TESTS)\b")
 HEADER = """\
@@ -557,12 +558,12 @@ def update(root: Path, language: str) -> dict[str, dict[str, int]]:
 
 def catalog_sources(edition: Edition, required_only: bool = False) -> list[tuple[str, Path, Catalog]]:
     """(what is translated, its catalog, its template): every translatable file (or only the declared
-    ones), then the grader's feedback sentences, which every edition needs."""
-    from .localize import FEEDBACK, feedback_template
+    ones), then the grader's own sentences (feedback, stubs), which every edition needs."""
+    from .localize import GRADER, grader_template
 
     files = edition.files if required_only else translatable_files(edition.root)
     out = [(f, edition.catalog_path(f), english_template(edition.root, f)) for f in files]
-    return out + [("the grader's feedback", edition.catalogs / f"{FEEDBACK}.po", feedback_template())]
+    return out + [(GRADER_SENTENCES, edition.catalogs / f"{GRADER}.po", grader_template())]
 
 
 def status_counts(tmpl: Catalog, catalog: Catalog) -> dict[str, int]:
@@ -596,8 +597,11 @@ def generate_release(edition: Edition, assignments: list[str]) -> list[Path]:
 
     from .config import load_config, make_api
     from .course import generate
+    from .localize import stubs
 
     config = load_config(edition.root)
+    for name, value in stubs(config, edition).items():
+        setattr(config.ClearSolutions, name, value)
     with tempfile.TemporaryDirectory() as tmp:
         config.CourseDirectory.root = str(edition.root / edition.language)
         config.CourseDirectory.db_url = f"sqlite:///{Path(tmp) / 'gradebook.db'}"
@@ -620,7 +624,7 @@ def command(root: Path, action: str, language: str) -> int:
         f: status_counts(tmpl, read_catalog(path)) for f, path, tmpl in catalog_sources(edition) if path.exists()}
     incomplete = 0
     for english, c in counts.items():
-        declared = english in edition.files or english == "the grader's feedback"
+        declared = english in edition.files or english == GRADER_SENTENCES
         incomplete += declared and c["translated"] < c["units"]
         print(f"{english:45s} {c['translated']:4d}/{c['units']:<4d} translated, {c['fuzzy']:3d} fuzzy"
               + ("  (in the edition)" if declared else ""))
