@@ -113,8 +113,8 @@ def _pattern(template: str) -> re.Pattern:
 class Translator:
     """One edition's feedback sentences and one notebook's assert messages, English -> edition."""
 
-    def __init__(self, feedback: Catalog, notebook: Catalog | None = None):
-        table = tr.translations(feedback)
+    def __init__(self, grader: Catalog, notebook: Catalog | None = None):
+        table = tr.translations(grader)
         self.templates = [(_pattern(m), table[("verdict", m)]) for m in MESSAGES if ("verdict", m) in table]
         self.assertions = _assertions(notebook) if notebook is not None else []
 
@@ -153,7 +153,10 @@ class Translator:
         name, sep, message = line.partition(": ")
         if line.startswith("... and "):
             return self.line(line)
-        return self.line(name) + sep + self.line(message) if sep else self.line(line)
+        if not sep:
+            return self.line(line)
+        # a part's name is the hidden test's (an expression: kept), or the verdict's own "(...)"
+        return (self.line(name) if name.startswith("(") else name) + sep + self.line(message)
 
 
 def _tail(evalue: str, parts: list[dict]) -> list[str]:
