@@ -29,77 +29,11 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool
 
 from . import translate as tr
+from .sentences import GRADER, MESSAGES
 
-GRADER = "grader"  # the grader's own sentences: i18n/<lang>/LC_MESSAGES/grader.po
-
-# The verdict's sentences (jaxgrader/grading/verdict.py), as templates. Most specific first: the
-# first template that matches a whole line translates it. tests/test_translation.py feeds the real
-# verdict's lines through them, so a changed sentence there fails the test until it is added here.
-MESSAGES = [
-    "passed: {n} check by the grader",
-    "passed: {n} checks by the grader",
-    "failed: {failed} of {total} checks ({passed} passed)",
-    "a visible test failed: {assertion}",
-    "a visible test failed",
-    "the test stopped with an error",
-    "the test stopped with {error}",
-    "... and {n} more",
-    "not reported (the test stopped before this check)",
-    "reported more than once",
-    "the reference run reported nothing for this test; ask your teacher",
-    "not true",
-    "not a number: {value}",
-    "{value} is above {bound}",
-    "{value} is below {bound}",
-    "different structure (keys, lengths or nesting) than expected",
-    "not a numeric value{where}: {value}",
-    "shape {got} instead of {expected}{where}",
-    "dtype kind {got} instead of {expected}{where}",
-    "values differ from the expected ones{where}",
-    "booleans where numbers were expected{where}",
-    "differs from the expected value{where} (largest difference {difference} at index {index})",
-    "differs from the expected value{where} (got {got}, expected {expected})",
-    "{got} instead of {expected}{where}",
-    " at {path}",
-    "(no trusted check)",
-    "(report)",
-]
 _FIELD = re.compile(r"\{(\w+)\}")
 _GROUP = {"where": r"(?: at \[.*)?", "path": r"\[.*"}
 _NESTED = {"where"}  # fields that are themselves a translatable phrase
-
-
-# What nbgrader writes where a solution was (nbgrader_config.py's ClearSolutions stubs): an edition's
-# release gets them in its words.
-STUBS = ["# YOUR CODE HERE", "YOUR ANSWER HERE"]
-
-
-def grader_template() -> Catalog:
-    """The grader's own sentences: the verdict's (context ``verdict``) and nbgrader's stubs (``stub``)."""
-    catalog = Catalog(project=tr.PROJECT, fuzzy=False)
-    for message in MESSAGES:
-        catalog.add(message, context="verdict", auto_comments=[
-            "the grader's verdict, shown in feedback; keep every {field} as it is"])
-    for stub in STUBS:
-        catalog.add(stub, context="stub", auto_comments=[
-            "what students find where a solution was" + (" (keep the '#')" if stub.startswith("#") else "")])
-    return catalog
-
-
-def stubs(config, edition) -> dict:
-    """nbgrader's ClearSolutions stubs with their sentences in the edition's words (for its release)."""
-    table = tr.translations(tr.read_catalog(edition.catalogs / f"{GRADER}.po"))
-    stub = config.ClearSolutions
-
-    def words(text: str) -> str:
-        for english in STUBS:
-            if ("stub", english) in table:
-                text = text.replace(english, table[("stub", english)])
-        return text
-
-    code = dict(stub.get("code_stub", {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}))
-    return {"code_stub": {k: words(v) for k, v in code.items()},
-            "text_stub": words(stub.get("text_stub", "YOUR ANSWER HERE"))}
 
 
 def _pattern(template: str) -> re.Pattern:

@@ -45,6 +45,7 @@ from babel.messages.pofile import read_po, write_po
 
 from .. import course_style
 from .config import CourseError
+from .sentences import GRADER, STUBS, grader_template
 
 CATALOGS = "i18n"
 GRADER_SENTENCES = "the grader's sentences"
@@ -559,11 +560,9 @@ def update(root: Path, language: str) -> dict[str, dict[str, int]]:
 def catalog_sources(edition: Edition, required_only: bool = False) -> list[tuple[str, Path, Catalog]]:
     """(what is translated, its catalog, its template): every translatable file (or only the declared
     ones), then the grader's own sentences (feedback, stubs), which every edition needs."""
-    from .localize import GRADER, grader_template
-
     files = edition.files if required_only else translatable_files(edition.root)
     out = [(f, edition.catalog_path(f), english_template(edition.root, f)) for f in files]
-    return out + [(GRADER_SENTENCES, edition.catalogs / f"{GRADER}.po", grader_template())]
+    return out + [(GRADER_SENTENCES, edition.catalogs / f"{GRADER}.po", grader_template(PROJECT))]
 
 
 def status_counts(tmpl: Catalog, catalog: Catalog) -> dict[str, int]:
@@ -597,7 +596,6 @@ def generate_release(edition: Edition, assignments: list[str]) -> list[Path]:
 
     from .config import load_config, make_api
     from .course import generate
-    from .localize import stubs
 
     config = load_config(edition.root)
     for name, value in stubs(config, edition).items():
@@ -629,3 +627,19 @@ def command(root: Path, action: str, language: str) -> int:
         print(f"{english:45s} {c['translated']:4d}/{c['units']:<4d} translated, {c['fuzzy']:3d} fuzzy"
               + ("  (in the edition)" if declared else ""))
     return 1 if action == "status" and incomplete else 0
+
+
+def stubs(config, edition) -> dict:
+    """nbgrader's ClearSolutions stubs with their sentences in the edition's words (for its release)."""
+    table = translations(read_catalog(edition.catalogs / f"{GRADER}.po"))
+    stub = config.ClearSolutions
+
+    def words(text: str) -> str:
+        for english in STUBS:
+            if ("stub", english) in table:
+                text = text.replace(english, table[("stub", english)])
+        return text
+
+    code = dict(stub.get("code_stub", {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}))
+    return {"code_stub": {k: words(v) for k, v in code.items()},
+            "text_stub": words(stub.get("text_stub", "YOUR ANSWER HERE"))}
