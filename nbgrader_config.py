@@ -105,7 +105,14 @@ c.GenerateFeedback.preprocessors = [
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
     "jaxgrader.grading.preprocessors.HideHiddenTests",
     "nbconvert.preprocessors.sanitize.SanitizeHTML",
+    "jaxgrader.grading.feedback.NamePartsInFeedback",
 ]
+# The summary at the top of each feedback page names every graded part by its exercise
+# heading (jaxgrader/grading/feedback.py): nbgrader's feedback template with that summary replaced.
+from jaxgrader.grading.feedback import TEMPLATE_FILE, template_dirs  # noqa: E402
+
+c.HTMLExporter.extra_template_basedirs = template_dirs()
+c.HTMLExporter.template_file = TEMPLATE_FILE
 
 # Only notebooks are assignment files; anything else in source/<assignment>/
 # would be copied to students and over their submission.

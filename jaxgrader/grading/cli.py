@@ -5,6 +5,8 @@
     jaxgrader grade --dask tcp://scheduler:8786   # ... on a Dask cluster
     jaxgrader release              # regenerate release/ from source/
     jaxgrader trials lesson3       # grade the solution, the release and each wrong answer
+    jaxgrader report [-a A]        # the class report per assignment (reports/<assignment>.html, .csv)
+    jaxgrader export --format canvas|moodle|csv [-a A] [-o FILE]   # grades in an LMS's import format
 """
 
 from __future__ import annotations
@@ -48,6 +50,12 @@ def main(argv: list[str] | None = None) -> int:
     trials.add_argument("--only", action="append", help="only this trial student, e.g. wrong-NAME (repeatable)")
     trials.add_argument("--each", action="store_true",
                         help="one trial student per wrong answer (default: answers to different cells share one)")
+    report = sub.add_parser("report", help="write the class report (reports/<assignment>.html and .csv)")
+    report.add_argument("-a", "--assignment", action="append", help="only this assignment (repeatable)")
+    export = sub.add_parser("export", help="write grades in an LMS's gradebook import format")
+    export.add_argument("--format", required=True, choices=["canvas", "moodle", "csv"])
+    export.add_argument("-a", "--assignment", action="append", help="only this assignment (repeatable)")
+    export.add_argument("-o", "--output", type=Path, help="file to write (default: grades-<format>.csv here)")
     args = parser.parse_args(argv)
     root = args.root.resolve()
     try:
@@ -56,6 +64,14 @@ def main(argv: list[str] | None = None) -> int:
             chosen = args.assignment or assignments_in(root)
             generate(make_api(config), chosen)
             print(f"release/ regenerated for {', '.join(chosen)}")
+            return 0
+        if args.command in ("report", "export"):  # jaxgrader/grading/class_report.py, lms_export.py
+            from .class_report import write_reports
+            from .lms_export import export_grades as lms_export
+
+            done = (write_reports(root, args.assignment) if args.command == "report"
+                    else [lms_export(root, args.format, args.assignment, args.output)])
+            print("\n".join(str(p) for p in done))
             return 0
         if args.command == "trials":
             return _trials(root, args.assignment, args.only, packed=not args.each)
@@ -78,6 +94,9 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     print(format_table(results))
     print(f"\ngrades: {root / 'grades.csv'}   feedback: {root / 'feedback'}/")
+    from .class_report import after_grading
+
+    print(after_grading(root, [r.assignment for r in results]))
     return 1 if any(r.status == "error" for r in results) else 0
 
 
