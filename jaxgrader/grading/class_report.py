@@ -283,7 +283,7 @@ def render_html(report: Report, settings: ClassReport | None = None) -> str:
     to_grade = [w for w in report.written if w[2]]
     if to_grade:
         out.append("<p>Scores include written answers graded so far; still to grade by hand: "
-                   + e("; ".join(f"{name} ({n})" for name, _, n in to_grade)) + " (nbgrader formgrader).</p>")
+                   + e("; ".join(f"{name}: {n}" for name, _, n in to_grade)) + " (nbgrader formgrader).</p>")
 
     out.append("<h2>Tests</h2><p>Passed: full points. Warned: failures where a visible test had already "
                "stopped the test, so the student saw it fail before submitting.</p>"
