@@ -111,8 +111,8 @@ c.GenerateFeedback.preprocessors = [
 # heading (jaxgrader/grading/feedback.py): nbgrader's feedback template with that summary replaced.
 from jaxgrader.grading.feedback import TEMPLATE_FILE, template_dirs  # noqa: E402
 
-c.HTMLExporter.extra_template_basedirs = template_dirs()
-c.HTMLExporter.template_file = TEMPLATE_FILE
+c.GenerateFeedback.HTMLExporter.extra_template_basedirs = template_dirs()  # only feedback's exporter:
+c.GenerateFeedback.HTMLExporter.template_file = TEMPLATE_FILE  # formgrader's own pages keep theirs
 
 # Only notebooks are assignment files; anything else in source/<assignment>/
 # would be copied to students and over their submission.

@@ -8,7 +8,8 @@ labels each "Test cell", "Written response", ...: the label is a literal in its 
   every graded cell into the page's resources: its exercise heading in the instructor's
   notebook (:mod:`jaxgrader.grading.exercises`), never anything from the submission;
 * ``templates/feedback/named_parts.html.j2`` extends nbgrader's own feedback template and
-  replaces only that summary (selected with ``c.HTMLExporter.template_file``, found
+  replaces only that summary (selected with ``c.GenerateFeedback.HTMLExporter.template_file``,
+  set for feedback only, so formgrader's pages keep their template; found
   through :func:`template_dirs`). The cells themselves are rendered by nbgrader's blocks,
   after ``HideHiddenTests`` has removed hidden tests and kernel output.
 """
@@ -23,7 +24,7 @@ TEMPLATE_FILE = "named_parts.html.j2"
 
 
 def template_dirs() -> list[str]:
-    """For ``c.HTMLExporter.extra_template_basedirs``: this package's templates, then nbgrader's
+    """For ``c.GenerateFeedback.HTMLExporter.extra_template_basedirs``: this package's templates, then nbgrader's
     (where ``feedback/index.html.j2`` lives, which ours extends)."""
     import nbgrader
 
