@@ -113,8 +113,8 @@ def test_report_command_rewrites_the_report(course):
     assert main(["--root", str(course), "report", "-a", "lesson9"]) == 2  # one line, no traceback
 
 
-def test_report_escapes_what_came_from_students():
-    from jaxgrader.grading.class_report import Part, Report, render_html
+def test_report_escapes_what_came_from_students(tmp_path):
+    from jaxgrader.grading.class_report import Part, Report, render_html, write_csv
 
     evil = "<img src=x onerror=alert(1)>"
     part = Part(NOTEBOOK, "test_x", "Exercise 1: <b>x</b>", 2.0, passed=0, failed=1, warned=1)
@@ -124,6 +124,10 @@ def test_report_escapes_what_came_from_students():
     page = render_html(report)
     assert "<img src=x" not in page and "<b>x</b>" not in page
     assert html.escape(evil) in page
+    part.messages['=HYPERLINK("http://x")'] += 2  # the commonest reason: a spreadsheet must not run it
+    write_csv(report, tmp_path / "report.csv")
+    with open(tmp_path / "report.csv", newline="") as fh:
+        assert next(csv.DictReader(fh))["most_common_reason"] == "'=HYPERLINK(\"http://x\")"
 
 
 def test_feedback_names_every_part_and_hides_hidden_tests(course):

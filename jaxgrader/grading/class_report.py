@@ -326,6 +326,11 @@ CSV_COLUMNS = ["assignment", "notebook", "exercise", "test", "check", "points", 
                "failed", "warned", "most_common_reason", "reason_count"]
 
 
+def _text(value: str) -> str:
+    """A text cell a spreadsheet will not run as a formula (a verdict message can quote a submission's value)."""
+    return f"'{value}" if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+
+
 def write_csv(report: Report, path: Path) -> None:
     """One row per test (``check`` empty), then one per check of that test."""
     with open(path, "w", newline="", encoding="utf-8") as fh:
@@ -336,9 +341,9 @@ def write_csv(report: Report, path: Path) -> None:
             rows += [(c.name, c.passed, c.failed, "", c.messages) for c in p.checks.values()]
             for check, passed, failed, warned, messages in rows:
                 top = _top(messages, 1)
-                writer.writerow([report.assignment, p.notebook, p.name, p.grade_id, check, f"{p.points:g}",
+                writer.writerow([report.assignment, p.notebook, p.name, p.grade_id, _text(check), f"{p.points:g}",
                                  passed + failed, passed, f"{passed / (passed + failed):.3f}" if passed + failed
-                                 else "", failed, warned, top[0][0] if top else "", top[0][1] if top else ""])
+                                 else "", failed, warned, _text(top[0][0]) if top else "", top[0][1] if top else ""])
 
 
 def write_reports(root: Path, assignments: list[str] | None = None) -> list[Path]:
