@@ -310,12 +310,12 @@ def render_html(report: Report, settings: ClassReport | None = None) -> str:
             out.append(f"<h2>{title}</h2><ul>" + "".join(f"<li>{e(s)}: {e(t)}</li>" for s, t in rows) + "</ul>")
     if report.times:
         seconds = [t for _, t, _ in report.times]
-        out.append(f"<h2>Grading time</h2><p>{len(seconds)} submissions, {sum(seconds):.0f} s of grading "
-                   f"(median {statistics.median(seconds):.1f} s per submission)")
+        line = (f"<h2>Grading time</h2><p>{len(seconds)} submissions, {sum(seconds):.0f} s of grading "
+                f"(median {statistics.median(seconds):.1f} s per submission)")
         if report.run.get("seconds") is not None:
-            out.append(f"; the last run took {float(report.run['seconds']):.0f} s on "
-                       f"{e(str(report.run.get('backend', '')))}")
-        out.append(".</p><table id='slowest'><tr><th>slowest</th><th>seconds</th><th>host</th></tr>" + "".join(
+            line += (f"; the last run took {float(report.run['seconds']):.0f} s on "
+                     f"{e(str(report.run.get('backend', '')))}")
+        out.append(line + ".</p><table id='slowest'><tr><th>slowest</th><th>seconds</th><th>host</th></tr>" + "".join(
             f"<tr><td>{e(s)}</td><td class='n'>{t:.1f}</td><td>{e(h)}</td></tr>"
             for s, t, h in report.times[:settings.slowest]) + "</table>")
     out.append("</body></html>")
