@@ -139,3 +139,11 @@ def test_feedback_names_every_part_and_hides_hidden_tests(course):
     assert "Test cell" not in summary
     assert "(written answer)" in summary and "(Score: 0.0 / 2.0)" in summary  # cy's sgd_step: 0 of 2
     assert "BEGIN HIDDEN TESTS" not in page and "hidden tests are not shown" in page
+
+
+def test_a_report_that_cannot_be_written_never_fails_grading(tmp_path):
+    from jaxgrader.grading.class_report import after_grading
+
+    (tmp_path / "nbgrader_config.py").write_text((ROOT / "nbgrader_config.py").read_text())
+    line = after_grading(tmp_path, [ASSIGNMENT])  # no gradebook: the grades were not the report's to write
+    assert line.startswith("class report not written: ") and "no gradebook" in line and "\n" not in line
