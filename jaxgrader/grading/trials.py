@@ -187,7 +187,7 @@ def run_trials(root: Path, assignment: str, workdir: Path, only: list[str] | Non
         write_submission(course.folder("release", ".", assignment), course.folder("submitted", student, assignment),
                          notebooks)
     results = grade_class(course_root, [assignment], list(students), feedback=False, progress=False,
-                          workers=min(workers or len(students), len(students)), seed=seed)
+                          workers=workers, seed=seed)
     tests = {nb: set(autograded_tests(read_notebook(course.source(assignment, nb)))) for nb in course.notebooks[assignment]}
     out: dict[str, TrialResult] = {}
     for r in results:
