@@ -191,3 +191,35 @@ def test_a_plain_autograde_starts_the_reference_run_beside_the_submission(monkey
     config.Verdict.references = {"pure_functions": {}}  # what jaxgrader grade hands over: nothing to start
     verdict.StartReferenceRun(config=config).preprocess(None, resources)
     assert _started_reference_runs() == []
+
+
+def test_grading_modules_import_each_other_without_a_cycle():
+    """Each module of jaxgrader/grading has one job; none needs a module that needs it back
+    (imports inside functions count: they are how cycles hide)."""
+    import ast
+
+    package = ROOT / "jaxgrader" / "grading"
+    names = {p.stem for p in package.glob("*.py")}
+    graph = {}
+    for path in package.glob("*.py"):
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                module = (node.module or "").split(".")
+                if node.level == 1:
+                    found |= {module[0]} if module[0] else {a.name for a in node.names}
+                elif module[:2] == ["jaxgrader", "grading"]:
+                    found |= {module[2]} if len(module) > 2 else {a.name for a in node.names}
+        graph[path.stem] = (found & names) - {path.stem}
+
+    def cycle_from(start, path=()):
+        for nxt in sorted(graph[start]):
+            if nxt in path:
+                return path[path.index(nxt):] + (start, nxt)
+            found = cycle_from(nxt, path + (start,))
+            if found:
+                return found
+        return None
+
+    for module in sorted(graph):
+        assert cycle_from(module) is None, " -> ".join(cycle_from(module))
