@@ -48,3 +48,9 @@ def with_seed(config, seed: int):
         config = Config()
     config.JaxGrader.seed = seed
     return config
+
+
+def run_seed() -> int:
+    """This process's own seed, for callers without a configuration; prefer ``seed_of(config)``, which
+    honours ``c.JaxGrader.seed`` (a class run's seed) as the kernels do."""
+    return _process_seed()
