@@ -101,14 +101,12 @@ class Report:
 @contextlib.contextmanager
 def existing_gradebook(root: Path, config):
     """The course's gradebook (nbgrader's Gradebook), or a one-line CourseError if there is none yet."""
-    from nbgrader.coursedir import CourseDirectory
-
-    from .course import gradebook_url, open_gradebook
+    from .coursedir import coursedir_of, gradebook_url, open_gradebook, sqlite_file
 
     db_url = gradebook_url(config, root)
-    if db_url.startswith("sqlite:///") and not Path(db_url[len("sqlite:///"):].partition("?")[0]).is_file():
-        raise CourseError(f"{db_url[len('sqlite:///'):]}: no gradebook yet (run jaxgrader grade first)")
-    with open_gradebook(db_url, CourseDirectory(config=config).course_id) as gb:
+    if sqlite_file(db_url) is not None and not sqlite_file(db_url).is_file():
+        raise CourseError(f"{sqlite_file(db_url)}: no gradebook yet (run jaxgrader grade first)")
+    with open_gradebook(db_url, coursedir_of(config).course_id) as gb:
         yield gb
 
 
@@ -175,13 +173,13 @@ def _judge(part: Part, score: float, cell, record_cell: dict) -> None:
 def collect(root: Path, assignment: str, config=None) -> Report:
     """Everything the report shows for one assignment, from the gradebook and what grading wrote."""
     from nbgrader.api import MissingEntry
-    from nbgrader.coursedir import CourseDirectory
 
+    from .coursedir import coursedir_of, folder
     from .exercises import source_names
 
     root = Path(root).resolve()
     config = config or load_config(root)
-    coursedir = CourseDirectory(config=config)
+    coursedir = coursedir_of(config)
     records = _records(root, assignment)
     parts: dict[tuple[str, str], Part] = {}
     written: dict[tuple[str, str], list] = {}
@@ -205,9 +203,9 @@ def collect(root: Path, assignment: str, config=None) -> Report:
             student = submission.student.id
             scores[student] = float(submission.score)
             record = records.get(student, {})
-            folder = Path(coursedir.format_path(coursedir.autograded_directory, student, assignment))
+            autograded = folder(coursedir, "autograded", student, assignment)
             for snb in submission.notebooks:
-                cells = _verdict_cells(folder / f"{snb.name}.ipynb")
+                cells = _verdict_cells(autograded / f"{snb.name}.ipynb")
                 record_cells = (record.get("cells") or {}).get(snb.name) or {}
                 for grade in snb.grades:
                     key = (snb.name, grade.name)

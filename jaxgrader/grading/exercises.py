@@ -10,7 +10,6 @@ submission; the source is the course's own text).
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 _HEADING = re.compile(r"^##\s+(.+?)\s*#*\s*$", re.M)
 _POINTS = re.compile(r"\s*\([^()]*\bpoints?\b[^()]*\)\s*$")  # "(2 points)", "(3 points, graded by hand)"
@@ -69,10 +68,10 @@ def names(nb) -> dict[str, str]:
 
 def source_names(coursedir, assignment: str, notebook: str) -> dict[str, str]:
     """``names`` of the instructor's notebook (``{}`` if it cannot be read)."""
+    from .coursedir import folder
     from .notebooks import NotebookError, read_notebook
 
-    folder = Path(coursedir.format_path(coursedir.source_directory, ".", assignment))
     try:
-        return names(read_notebook(folder / f"{notebook}.ipynb"))
+        return names(read_notebook(folder(coursedir, "source", ".", assignment) / f"{notebook}.ipynb"))
     except NotebookError:
         return {}

@@ -37,13 +37,12 @@ class NamePartsInFeedback(NbGraderPreprocessor):
     """Give the feedback template a name for each graded cell: its exercise heading."""
 
     def preprocess(self, nb, resources):
-        from nbgrader.coursedir import CourseDirectory
-
+        from .coursedir import coursedir_of
         from .exercises import source_names
 
         info = resources.get("nbgrader", {})
         names = {}
         if info.get("assignment") and info.get("notebook"):
-            names = source_names(CourseDirectory(config=self.config), info["assignment"], info["notebook"])
+            names = source_names(coursedir_of(self.config), info["assignment"], info["notebook"])
         resources["jaxgrader_feedback"] = {"names": names}
         return nb, resources
