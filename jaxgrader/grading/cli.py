@@ -4,6 +4,7 @@
     jaxgrader grade [-a A] [-s S]  # grade what is in submitted/ (new or changed submissions)
     jaxgrader grade --dask tcp://scheduler:8786   # ... on a Dask cluster
     jaxgrader release              # regenerate release/ from source/
+    jaxgrader publish              # point Colab badges and links at course_style.REPOSITORY/BRANCH
     jaxgrader trials lesson3       # grade the solution, the release and each wrong answer
 """
 
@@ -42,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="grade without the kernel sandbox (student code runs with your permissions)")
     release = sub.add_parser("release", help="regenerate release/ from source/ with nbgrader generate_assignment")
     release.add_argument("-a", "--assignment", action="append", help="only this assignment (repeatable)")
+    sub.add_parser("publish", help="point every Colab badge and cross-notebook link of notebooks/, source/ "
+                   "and release/ at the published repository (jaxgrader/course_style.py)")
     trials = sub.add_parser("trials", help="check an assignment's tests against its solution, "
                             "its release and its wrong answers (demo/wrong-answers/)")
     trials.add_argument("assignment")
@@ -56,6 +59,12 @@ def main(argv: list[str] | None = None) -> int:
             chosen = args.assignment or assignments_in(root)
             generate(make_api(config), chosen)
             print(f"release/ regenerated for {', '.join(chosen)}")
+            return 0
+        if args.command == "publish":
+            from .publish import publish
+
+            changed = publish(root)
+            print(f"links published in {len(changed)} notebooks" + "".join(f"\n  {p.relative_to(root)}" for p in changed))
             return 0
         if args.command == "trials":
             return _trials(root, args.assignment, args.only, packed=not args.each)
