@@ -67,8 +67,9 @@ def matmul_tolerance(rtol, atol=0.0):
         a = np.random.default_rng(0).normal(size=(64, 64)).astype(np.float32)
         exact = a.astype(np.float64) @ a.T.astype(np.float64)
         _matmul_error = float(np.max(np.abs(np.asarray(jnp.dot(a, a.T), np.float64) - exact)) / np.max(np.abs(exact)))
-    floor = 10 * _matmul_error if _matmul_error > 1e-5 else 0.0  # float32 itself: ~1e-7
-    return {"rtol": max(rtol, floor), "atol": max(atol, floor)}
+    if _matmul_error < 1e-5:  # float32 itself: ~1e-7
+        return {"rtol": rtol, "atol": atol}
+    return {"rtol": max(rtol, 4 * _matmul_error), "atol": max(atol, _matmul_error)}
 
 
 class fails_on_purpose:
