@@ -81,7 +81,7 @@ def test_reduced_precision_rounds_every_matmul_operand_and_honours_highest(probe
     assert 1e-4 < got["default"] < 1e-2 and 1e-4 < got["einsum"] < 1e-2
     assert got["grad"] > 1e-4, "the backward pass's matmul is not rounded"
     assert got["highest"] < 1e-5 and got["float32 context"] < 1e-5, "an explicit float32 precision is not honoured"
-    assert got["floor"][0] > 1e-3 and got["floor"][1] > 1e-3, "report() does not widen its tolerances"
+    assert got["floor"][0] > 1e-4 and got["floor"][1] > 1e-5, "report() does not widen its tolerances"
     widened = got["setup tolerance"]
     assert widened["rtol"] > 1e-4 and widened["atol"] > 1e-5, "the setup cell's matmul_tolerance does not widen"
     assert widened["rtol"] == 4 * got["matmul_error"], "the setup cell and report() measure differently"
