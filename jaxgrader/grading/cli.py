@@ -16,7 +16,10 @@ import warnings
 from pathlib import Path
 
 from .config import CourseError, load_config, make_api
-from .course import assignments_in, format_table, generate, grade_class
+from .course import grade_class
+from .coursedir import assignments_in, coursedir_of, folder
+from .references import generate
+from .table import format_table
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,6 +41,9 @@ def main(argv: list[str] | None = None) -> int:
                        "(default: c.JaxGrader.dask_scheduler; see docs/scale-out.md)")
     grade.add_argument("--regrade", action="store_true",
                        help="grade every submission again, also those unchanged since they were last graded")
+    grade.add_argument("--seed", type=int, metavar="N",
+                       help="seed of the hidden tests' inputs, for a reproducible run (default: c.JaxGrader.seed, "
+                       "else a fresh one)")
     for p in (demo, grade):
         p.add_argument("--unsandboxed", action="store_true",
                        help="grade without the kernel sandbox (student code runs with your permissions)")
@@ -77,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             results = grade_class(root, args.assignment, args.student, feedback=not args.no_feedback,
                                   workers=args.workers, dask=args.dask, unsandboxed=args.unsandboxed,
-                                  regrade=args.regrade)
+                                  regrade=args.regrade, seed=args.seed)
     except CourseError as exc:
         print(f"jaxgrader: {exc}", file=sys.stderr)
         return 2
@@ -86,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
               "`jaxgrader grade` grades the rest.", file=sys.stderr)
         return 130
     print(format_table(results))
-    print(f"\ngrades: {root / 'grades.csv'}   feedback: {root / 'feedback'}/")
+    print(f"\ngrades: {root / 'grades.csv'}   feedback: {folder(coursedir_of(load_config(root)), 'feedback')}/")
     return 1 if any(r.status == "error" for r in results) else 0
 
 
