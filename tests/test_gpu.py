@@ -65,3 +65,19 @@ def test_the_sandbox_command_dev_binds_the_nodes_and_shows_the_driver_read_only(
     assert ("--setenv", "XLA_PYTHON_CLIENT_PREALLOCATE", "false") in pairs
     assert not any(a == "--dev-bind" and "null" in b for a, b, _ in pairs)
 
+
+    if shutil.which("bwrap") is None or check_sandbox():
+        pytest.skip(f"bubblewrap cannot run here: {check_sandbox() or 'not installed'}")
+    # Run for real: the kernel's user reads and writes a passed node, reads the driver, cannot
+    # write it, and sees no node that was not passed.
+    probe = (f"cat {dev}/nvidia0 && echo written > {dev}/nvidiactl && cat {lib}/libcuda.so.1 && "
+             f"(echo x > {lib}/libcuda.so.1 2>/dev/null && echo WRITABLE || echo read-only) && "
+             f"(cat {dev}/null 2>/dev/null || echo no-null) && cat {dev}/nvidia-caps/nvidia-cap1")
+    os.chmod(dev / "nvidiactl", 0o666)
+    cmd = sandbox_command(["sh", "-c", probe], env={"PATH": SYSTEM_PATH}, ro=extra["ro"], rw=[str(scratch)],
+                          dev=extra["dev"], chdir=str(scratch), as_root=os.geteuid() == 0)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:5] == ["device nvidia0", "driver", "read-only", "no-null",
+                                          "device nvidia-caps/nvidia-cap1"], done.stdout
+    assert (dev / "nvidiactl").read_text() == "written\n"  # a device node is the host's, read-write
