@@ -52,6 +52,9 @@ c.Autograde.sanitize_preprocessors = [
 # Where bubblewrap cannot run, grading stops; `jaxgrader grade --unsandboxed` (or
 # c.SandboxedKernelManager.isolation = "none") grades without it, and says so.
 c.LimitedExecute.kernel_manager_class = "jaxgrader.grading.sandbox.SandboxedKernelManager"
+# Grading on a host with an NVIDIA GPU: pass it into every kernel's sandbox (device nodes with
+# --dev-bind, the driver's libraries read-only; jaxgrader/grading/gpu.py, docs/grading.md).
+# c.SandboxedKernelManager.gpu = True
 c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
 
 # Submissions' kernels are forked from a prepared process that imported these modules once

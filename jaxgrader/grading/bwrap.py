@@ -116,7 +116,7 @@ def sandbox_command(kernel_cmd: list[str], *, env: dict[str, str], ro: list[str]
              "--perms", "1777", "--size", size, "--tmpfs", "/tmp",
              "--perms", "1777", "--size", size, "--tmpfs", "/dev/shm"]
     # Parents of bind targets: world-searchable (bwrap would copy e.g. /root's 0700).
-    parents = sorted({str(p) for path in [*ro, *rw] for p in Path(path).parents
+    parents = sorted({str(p) for path in [*ro, *rw, *dev] for p in Path(path).parents
                       if str(p) not in SANDBOX_MOUNTS and not any(within(str(p), s) for s in SYSTEM_DIRS)},
                      key=lambda p: p.count("/"))
     for p in parents:

@@ -4,6 +4,7 @@
     jaxgrader grade [-a A] [-s S]  # grade what is in submitted/ (new or changed submissions)
     jaxgrader grade --dask tcp://scheduler:8786   # ... on a Dask cluster
     jaxgrader release              # regenerate release/ from source/
+    jaxgrader publish              # point Colab badges and links at course_style.REPOSITORY/BRANCH
     jaxgrader trials lesson3       # grade the solution, the release and each wrong answer
     jaxgrader report [-a A]        # the class report per assignment (reports/<assignment>.html, .csv)
     jaxgrader export --format canvas|moodle|csv [-a A] [-o FILE]   # grades in an LMS's import format
@@ -50,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="grade without the kernel sandbox (student code runs with your permissions)")
     release = sub.add_parser("release", help="regenerate release/ from source/ with nbgrader generate_assignment")
     release.add_argument("-a", "--assignment", action="append", help="only this assignment (repeatable)")
+    sub.add_parser("publish", help="point every Colab badge and cross-notebook link of notebooks/, source/ "
+                   "and release/ at the published repository (jaxgrader/course_style.py)")
     trials = sub.add_parser("trials", help="check an assignment's tests against its solution, "
                             "its release and its wrong answers (demo/wrong-answers/)")
     trials.add_argument("assignment")
@@ -78,6 +81,12 @@ def main(argv: list[str] | None = None) -> int:
             done = (write_reports(root, args.assignment) if args.command == "report"
                     else [lms_export(root, args.format, args.assignment, args.output)])
             print("\n".join(str(p) for p in done))
+            return 0
+        if args.command == "publish":
+            from .publish import publish
+
+            changed = publish(root)
+            print(f"links published in {len(changed)} notebooks" + "".join(f"\n  {p.relative_to(root)}" for p in changed))
             return 0
         if args.command == "trials":
             return _trials(root, args.assignment, args.only, packed=not args.each)

@@ -40,6 +40,7 @@ from traitlets import Bool, Dict, Enum, Integer, List, Unicode, default
 
 from .bwrap import (SYSTEM_PATH, check_sandbox, limits_command, python_roots, read_only_paths,  # noqa: F401
                     sandbox_command)
+from . import gpu
 from .seed import ENV as SEED_ENV, seed_of
 from .kerneldirs import DIR_PREFIX, remove_tree, sweep_stale_dirs, sweep_stale_kernels  # noqa: F401
 
@@ -86,6 +87,11 @@ class SandboxedKernelManager(AsyncKernelManager):
                           "holding the course directory).").tag(config=True)
     extra_dev_binds = List(Unicode(), help="Devices to pass in, e.g. /dev/nvidia0, /dev/nvidiactl, "
                            "/dev/nvidia-uvm (missing ones are skipped).").tag(config=True)
+    gpu = Bool(False, help="Pass the host's NVIDIA GPU into every grading kernel (jaxgrader.grading.gpu): its "
+               "device nodes (--dev-bind), the driver's libraries outside /usr read-only, and "
+               "XLA_PYTHON_CLIENT_PREALLOCATE=false (kernels graded side by side share it). Off: kernels see "
+               "no GPU. Timing budgets for 'gpu' are not measured yet: the CPU's are used, with a warning "
+               "(docs/benchmarks.md).").tag(config=True)
     xla_flags = Unicode("", help="XLA_FLAGS of every grading kernel (and of the reference run beside it), "
                         "e.g. '--xla_backend_optimization_level=0': grading notebooks spend most of their time "
                         "compiling small programs, which LLVM's optimisations make slower to compile and hardly "
@@ -176,6 +182,8 @@ class SandboxedKernelManager(AsyncKernelManager):
         if self.xla_flags and assignment not in self.xla_defaults_for:
             env["XLA_FLAGS"] = self.xla_flags
         env.update({name: os.environ[name] for name in self.pass_env if name in os.environ})
+        if self.gpu:
+            env.update(gpu.KERNEL_ENV)
         env.update({
             "PATH": f"{python_bin}:{SYSTEM_PATH}",
             "HOME": scratch,
@@ -245,7 +253,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             return limits + cmd, {**kw, "env": env, "cwd": scratch}
         env = {**env, "JPY_PARENT_PID": "1"}  # its parent is bwrap's PID 1; also keeps ipykernel's console banner off
         sandbox = sandbox_command(cmd, env=env, ro=self._read_only(cmd[0], notebook_dir), rw=[scratch, ipc],
-                                  dev=[d for d in self.extra_dev_binds if os.path.exists(d)],
+                                  dev=self._dev_binds(),
                                   chdir=scratch, tmpfs_mb=self.tmpfs_mb, as_root=self._sandboxed_as_root(),
                                   uid=self._kernel_uid(),
                                   files=self._identity_files() if self._sandboxed_as_root() else ())
@@ -253,10 +261,16 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     def _read_only(self, python: str, notebook_dir: str | None) -> list[str]:
         roots, secret = self._course_paths(notebook_dir)
-        ro, refused = read_only_paths([*python_roots(python), *self.extra_ro_binds], roots=roots, secret=secret)
+        gpu_libraries = gpu.driver_library_dirs() if self.gpu else []
+        ro, refused = read_only_paths([*python_roots(python), *self.extra_ro_binds, *gpu_libraries],
+                                      roots=roots, secret=secret)
         for path in refused:
             self.log.warning("sandbox: not showing %s to the kernel: it would expose the course directory", path)
         return ro
+
+    def _dev_binds(self) -> list[str]:
+        """Device nodes passed in: ``extra_dev_binds`` that exist, and the GPU's when ``gpu`` is on."""
+        return [*[d for d in self.extra_dev_binds if os.path.exists(d)], *(gpu.device_nodes() if self.gpu else [])]
 
     # ------------------------------------------------------------------ prepared kernels
 
@@ -276,7 +290,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         python = self._kernel_python()
         key = (python, self._sandboxed_as_root(), self.max_processes, self.max_file_size_mb, self.cpu_time_s,
                self.address_space_mb, self.tmpfs_mb, tuple(self._read_only(python, notebook_dir)),
-               tuple(d for d in self.extra_dev_binds if os.path.exists(d)), tuple(self.preload),
+               tuple(self._dev_binds()), self.gpu, tuple(self.preload),
                tuple(sorted(self.kernel_env.items())))
 
         def make():
