@@ -595,7 +595,7 @@ def generate_release(edition: Edition, assignments: list[str]) -> list[Path]:
     import tempfile
 
     from .config import load_config, make_api
-    from .course import generate
+    from .references import generate
 
     config = load_config(edition.root)
     for name, value in stubs(config, edition).items():
