@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from jaxgrader.grading import translate as tr
+from jaxgrader.grading import translation_units as tu
 from jaxgrader.grading.notebooks import read_notebook
 
 from .conftest import ROOT
@@ -50,7 +51,7 @@ def test_editions_differ_only_in_text(edition):
     notebooks = sorted(f for f in edition.built() if f.endswith(".ipynb"))
     found = []
     for english in notebooks:
-        found += tr.differences(read_notebook(ROOT / english), read_notebook(edition.built_path(english)), english)
+        found += tu.differences(read_notebook(ROOT / english), read_notebook(edition.built_path(english)), english)
     assert not found, "\n".join(found)
 
 
@@ -90,8 +91,8 @@ def _pseudo(unit_text: str, kind: str) -> str:
 def _pseudo_translate(nb):
     out = nbformat.from_dict(nb)
     for cell in out.cells:
-        cell.source = tr.translate_text(cell.source, tr.cell_units(cell), lambda t, c=cell: _pseudo(
-            t, next(u.kind for u in tr.cell_units(c) if c.source[u.start:u.end] == t)), "test")
+        cell.source = tu.translate_text(cell.source, tu.cell_units(cell), lambda t, c=cell: _pseudo(
+            t, next(u.kind for u in tu.cell_units(c) if c.source[u.start:u.end] == t)), "test")
     return out
 
 
@@ -101,7 +102,7 @@ def test_translating_every_unit_changes_no_code(english):
     unit really was replaced (so a unit never holds code, a hidden test or a solution)."""
     nb = read_notebook(ROOT / english)
     translated = _pseudo_translate(nb)
-    assert tr.differences(nb, translated, english) == []
+    assert tu.differences(nb, translated, english) == []
     units = [m.id for m in tr.template(translated, english) if m.id]
     left = [u for u in units if "번역" not in u]
     assert units and not left, f"units not replaced: {left[:3]}"
@@ -121,9 +122,9 @@ CODE = ('# check the shape\nassert f(1) == 2, "f(1) should be 2"\nprint(f"the va
 
 def test_units_skip_hidden_tests_and_short_labels():
     nb = _nb("# Title\n\nFirst paragraph.\n\n```python\nx = 1\n```\n\n| a | b |\n|---|---|\n| one | two |", CODE)
-    units = [nb.cells[0].source[u.start:u.end] for u in tr.cell_units(nb.cells[0])]
+    units = [nb.cells[0].source[u.start:u.end] for u in tu.cell_units(nb.cells[0])]
     assert units == ["# Title", "First paragraph.", "| a | b |", "| one | two |"]
-    code = [CODE[u.start:u.end] for u in tr.cell_units(nb.cells[1])]
+    code = [CODE[u.start:u.end] for u in tu.cell_units(nb.cells[1])]
     assert code == ["# check the shape", '"f(1) should be 2"', 'f"the value is {f(1)}"']
 
 
@@ -174,18 +175,18 @@ def test_a_changed_english_unit_is_stale_until_translated_again(tmp_path):
 def test_differences_catch_what_is_not_text(change, expected):
     english = _nb("# Title", CODE)
     translated = _pseudo_translate(english)
-    assert tr.differences(english, translated) == []
+    assert tu.differences(english, translated) == []
     change(translated)
-    found = tr.differences(english, translated)
+    found = tu.differences(english, translated)
     assert found and expected in found[0], found
 
 
 def test_a_translation_that_is_not_a_comment_or_a_literal_is_refused():
-    units = tr.code_units(CODE)
-    with pytest.raises(tr.CourseError, match="one Python string literal"):
-        tr.translate_text(CODE, units, lambda t: '"x"); import os; ("' if t.startswith('"f(1)') else None, "ko.po")
-    with pytest.raises(tr.CourseError, match="one line starting with '#'"):
-        tr.translate_text(CODE, units, lambda t: "# 확인\nimport os" if t.startswith("# check") else None, "ko.po")
+    units = tu.code_units(CODE)
+    with pytest.raises(tu.CourseError, match="one Python string literal"):
+        tu.translate_text(CODE, units, lambda t: '"x"); import os; ("' if t.startswith('"f(1)') else None, "ko.po")
+    with pytest.raises(tu.CourseError, match="one line starting with '#'"):
+        tu.translate_text(CODE, units, lambda t: "# 확인\nimport os" if t.startswith("# check") else None, "ko.po")
 
 
 # --------------------------------------------------------------------------- feedback in the edition's language
@@ -351,13 +352,13 @@ def test_an_edition_is_graded_like_the_english(tmp_path):
     shutil.copy2(ROOT / "i18n/ko/LC_MESSAGES/grader.po", edition.catalogs)
     catalog = tr.read_catalog(edition.catalog_path(english))
     for cell in read_notebook(ROOT / english).cells:
-        for unit in tr.cell_units(cell):
+        for unit in tu.cell_units(cell):
             text = cell.source[unit.start:unit.end]
             catalog.get(text, context=cell.id).string = _pseudo(text, unit.kind)
     tr.write_catalog(catalog, edition.catalog_path(english))
     tr.build(course, "ko")
     for name in [english, "release/lesson1/pure_functions.ipynb"]:
-        assert tr.differences(read_notebook(course / name), read_notebook(edition.built_path(name)), name) == []
+        assert tu.differences(read_notebook(course / name), read_notebook(edition.built_path(name)), name) == []
     stub = "# 여기에 코드를 작성하세요\nraise NotImplementedError()"  # nbgrader's stub, in the edition's words
     assert any(stub in c.source for c in read_notebook(edition.built_path("release/lesson1/pure_functions.ipynb")).cells)
     for student, like in [("hana", "ada"), ("minjun", "cy")]:

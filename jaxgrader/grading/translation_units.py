@@ -1,0 +1,276 @@
+"""Translation units: the spans of an English notebook a translator translates, and nothing else.
+
+Kept apart from the catalogs and commands (``translate``) because this is the part that decides
+what an edition may change: where units are found in a cell, how translations are put back in
+their place (a translation must stay what its unit is), and what two editions of a notebook may
+differ in (``differences``, which ``tests/test_translation.py`` holds every edition to).
+It knows nothing of catalogs, editions on disk or Babel.
+
+Units (docs/translating.md):
+
+* a markdown cell's paragraphs (blank-line separated; a table's rows one by one;
+  fenced code blocks are copied, not translated);
+* in a code cell, comments and the string literals a student reads: an ``assert``'s
+  message and the strings passed to ``print`` (those of two words or more). Never
+  inside a solution (``### BEGIN SOLUTION``) or a hidden test (``### BEGIN HIDDEN
+  TESTS``): those stay byte-identical. Plot labels are not units: figures keep their
+  English labels, so no notebook needs a font with Hangul.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import io
+import re
+import tokenize
+from dataclasses import dataclass
+
+from .config import CourseError
+
+MARKERS = re.compile(r"^\s*###? (BEGIN|END) (SOLUTION|HIDDEN TESTS)\b")
+# A markdown link: (opening, target, closing); the builder points copied targets into the edition.
+LINK = re.compile(r"(\]\()([^)\s]+)(\))")
+_LETTER = re.compile(r"[^\W\d_]")
+_WORD = re.compile(r"[^\W\d_]{2,}")
+_PRAGMA = re.compile(r"#\s*(noqa|type:|pragma|pylint|fmt:)")
+
+
+# --------------------------------------------------------------------------- units
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A span of a cell's source that is translated as a whole."""
+
+    start: int
+    end: int
+    kind: str  # "markdown", "comment" or "string"
+
+
+def _has_text(markdown: str) -> bool:
+    """Words outside HTML tags and link targets (a lone ``</details>`` is nothing to translate)."""
+    return bool(_LETTER.search(re.sub(r"<[^>]+>|\]\([^)]*\)", "", markdown)))
+
+
+def markdown_units(text: str) -> list[Unit]:
+    """Paragraphs (table rows one by one); fenced code blocks and paragraphs without words are not units."""
+    units, fence = [], None
+    offset, block = 0, []  # block: (start, end) of the current paragraph's lines
+    lines = text.splitlines(keepends=True)
+
+    def close():
+        if not block:
+            return
+        start, end = block[0][0], block[-1][1]
+        if all(text[s:e].lstrip().startswith("|") for s, e in block):
+            units.extend(Unit(s, s + len(text[s:e].rstrip("\n")), "markdown") for s, e in block
+                         if _has_text(text[s:e]))
+        elif _has_text(text[start:end]):
+            units.append(Unit(start, start + len(text[start:end].rstrip("\n")), "markdown"))
+        block.clear()
+
+    for line in lines:
+        start, offset = offset, offset + len(line)
+        stripped = line.strip()
+        if fence:
+            if stripped.startswith(fence):
+                fence = None
+            continue
+        if stripped.startswith(("```", "~~~")):
+            close()
+            fence = stripped[:3]
+            continue
+        if not stripped:
+            close()
+            continue
+        block.append((start, offset))
+    close()
+    return units
+
+
+def _lines(source: str) -> list[str]:
+    """Lines as Python counts them (split at newlines only, kept), unlike ``str.splitlines``."""
+    return io.StringIO(source).readlines()
+
+
+def _magic(line: str) -> bool:
+    return line.lstrip()[:1] in ("%", "!")
+
+
+def _parse(source: str):
+    """(tree, text parsed): the cell, or where it is not Python, the cell with its IPython magic and
+    shell lines replaced by ``pass`` (same line positions); (None, source) if neither parses."""
+    masked = "".join(re.sub(r"^(\s*).*?(\n?)$", r"\1pass\2", line) if _magic(line) else line
+                     for line in _lines(source))
+    for text in (source, masked):
+        try:
+            return ast.parse(text), text
+        except SyntaxError:
+            pass
+    return None, source
+
+
+def _excluded_lines(source: str) -> set[int]:
+    """1-based lines of solutions and hidden tests: never translated, byte-identical in every edition."""
+    out, inside = set(), False
+    for number, line in enumerate(_lines(source), start=1):
+        if re.match(r"^\s*### BEGIN (SOLUTION|HIDDEN TESTS)", line):
+            inside = True
+        if inside or MARKERS.match(line):
+            out.add(number)
+        if re.match(r"^\s*### END (SOLUTION|HIDDEN TESTS)", line):
+            inside = False
+    return out
+
+
+def _offsets(source: str):
+    """Character offset of (1-based line, column) where the column is in characters or UTF-8 bytes."""
+    lines = _lines(source) or [""]
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def at(line: int, col: int, in_bytes: bool = False) -> int:
+        text = lines[line - 1] if line - 1 < len(lines) else ""
+        if in_bytes:
+            col = len(text.encode("utf-8")[:col].decode("utf-8", errors="ignore"))
+        return starts[line - 1] + col
+
+    return at
+
+
+def _literal_text(node) -> str:
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else ""
+    return "".join(v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str))
+
+
+def _read_strings(tree) -> list[tuple[ast.expr, bool]]:
+    """String literals a student reads: (node, always) for assert messages (always) and print arguments."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assert) and isinstance(node.msg, (ast.Constant, ast.JoinedStr)):
+            if isinstance(node.msg, ast.JoinedStr) or isinstance(node.msg.value, str):
+                found.append((node.msg, True))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+            for arg in node.args:
+                if isinstance(arg, ast.JoinedStr) or (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+                    found.append((arg, False))
+    return found
+
+
+def code_units(source: str) -> list[Unit]:
+    """Comments and read strings outside solutions and hidden tests; none in a cell Python cannot parse."""
+    tree, masked = _parse(source)
+    if tree is None:
+        return []
+    excluded, at = _excluded_lines(source), _offsets(source)
+    units = []
+    for node, always in _read_strings(tree):
+        if node.lineno in excluded or node.end_lineno in excluded:
+            continue
+        if always and _LETTER.search(_literal_text(node)) or len(_WORD.findall(_literal_text(node))) >= 2:
+            units.append(Unit(at(node.lineno, node.col_offset, True), at(node.end_lineno, node.end_col_offset, True),
+                              "string"))
+    for tok in tokenize.generate_tokens(io.StringIO(masked).readline):
+        if tok.type == tokenize.COMMENT and tok.start[0] not in excluded and not _PRAGMA.match(tok.string) \
+                and _LETTER.search(tok.string):
+            units.append(Unit(at(*tok.start), at(*tok.end), "comment"))
+    return sorted(units, key=lambda u: u.start)
+
+
+def cell_units(cell) -> list[Unit]:
+    if cell.cell_type == "markdown":
+        return markdown_units(cell.source)
+    if cell.cell_type == "code":
+        return code_units(cell.source)
+    return []
+
+
+# --------------------------------------------------------------------------- putting translations back
+
+
+def _check(unit: Unit, english: str, translated: str, where: str) -> None:
+    """A translation must stay what its unit is: a comment a one-line comment, a string one literal."""
+    if unit.kind == "comment" and (not translated.startswith("#") or "\n" in translated):
+        raise CourseError(f"{where}: the translation of comment {english!r} must be one line starting with '#'")
+    if unit.kind == "string":
+        try:
+            node = ast.parse(f"(\n{translated}\n)", mode="eval").body
+        except SyntaxError:
+            node = None
+        if not isinstance(node, (ast.Constant, ast.JoinedStr)) or (isinstance(node, ast.Constant)
+                                                                  and not isinstance(node.value, str)):
+            raise CourseError(f"{where}: the translation of {english!r} must be one Python string literal")
+
+
+def translate_text(text: str, units: list[Unit], lookup, where: str, relink=None) -> str:
+    """``text`` with each unit replaced by ``lookup(english)`` (None: keep the English); markdown units
+    then pass through ``relink(unit, targets copied from the English)``, everything between is copied."""
+    out, last = [], 0
+    for unit in units:
+        english = text[unit.start:unit.end]
+        translated = lookup(english)
+        if translated is not None:
+            _check(unit, english, translated, where)
+        new = english if translated is None else translated
+        if relink is not None and unit.kind == "markdown":
+            new = relink(new, {m.group(2) for m in LINK.finditer(english)})
+        out += [text[last:unit.start], new]
+        last = unit.end
+    return "".join(out) + text[last:]
+
+# --------------------------------------------------------------------------- what the editions may differ in
+
+
+def code_skeleton(source: str) -> str:
+    """A code cell with its read strings blanked and comments gone: what no edition may change."""
+    tree, _ = _parse(source)
+    if tree is None:
+        return source
+    for node, _ in _read_strings(tree):
+        fields = sorted(ast.dump(v) for v in getattr(node, "values", []) if isinstance(v, ast.FormattedValue))
+        if isinstance(node, ast.JoinedStr):
+            node.values = [ast.Constant(value="|".join(fields))]
+        else:
+            node.value = ""
+    magics = [line.strip() for line in source.splitlines() if _magic(line)]
+    return ast.dump(tree) + "\n" + "\n".join(magics)
+
+
+def _protected(source: str) -> str:
+    """Solutions and hidden tests: the lines no edition touches."""
+    lines = _lines(source)
+    return "".join(lines[n - 1] for n in sorted(_excluded_lines(source)))
+
+
+def differences(english, edition_nb, name: str = "") -> list[str]:
+    """Everything in which two editions of a notebook differ apart from translated text."""
+    out = []
+    if english.metadata != edition_nb.metadata:
+        out.append(f"{name}: notebook metadata differ")
+    if len(english.cells) != len(edition_nb.cells):
+        return out + [f"{name}: {len(english.cells)} cells in English, {len(edition_nb.cells)} in the edition"]
+    for i, (a, b) in enumerate(zip(english.cells, edition_nb.cells), start=1):
+        where = f"{name} cell {i}"
+        if a.cell_type != b.cell_type or a.get("id") != b.get("id"):
+            out.append(f"{where}: cell type or id differ ({a.cell_type} {a.get('id')} / {b.cell_type} {b.get('id')})")
+            continue
+        meta_a, meta_b = copy.deepcopy(dict(a.metadata)), copy.deepcopy(dict(b.metadata))
+        for meta in (meta_a, meta_b):  # nbgrader's checksum hashes the (translated) source
+            meta.get("nbgrader", {}).pop("checksum", None)
+        if meta_a != meta_b:
+            out.append(f"{where}: metadata differ (grade id, points or other)")
+        if a.get("attachments") != b.get("attachments"):
+            out.append(f"{where}: attachments differ")
+        if a.cell_type == "code":
+            if a.get("outputs") != b.get("outputs"):
+                out.append(f"{where}: outputs differ")
+            if code_skeleton(a.source) != code_skeleton(b.source):
+                out.append(f"{where}: code differs (only comments, assert messages and print strings may)")
+            if _protected(a.source) != _protected(b.source):
+                out.append(f"{where}: a solution or hidden test is not byte-identical")
+        elif a.cell_type == "raw" and a.source != b.source:
+            out.append(f"{where}: raw cell differs")
+    return out
