@@ -2,7 +2,8 @@
 
 The generic forger below knows no hidden test: it wraps ``jaxgrader.checks.report.report``
 and rewrites the value of every report whose rule takes the kernel's word (``true`` ->
-True, ``at_most`` -> 0, ``at_least`` -> 1e9). Each lesson is graded by the real
+True, ``at_most`` -> 0, ``at_least`` -> 1e9), and turns every visible assert into one
+that passes (an input transformer), so that the visible tests do not stop the cell first. Each lesson is graded by the real
 ``jaxgrader grade`` for two students with the same solution that lacks the properties
 the tests are named for (not jitted, recompiling, not sharded, an unrolled loop, a loop
 that does not train), one of them with the forger typed into its first answer cell. No
@@ -34,6 +35,9 @@ def _forged(name, value, *, rule="close", **kwargs):
     value = {"true": True, "at_most": 0, "at_least": 1e9}.get(rule, value)
     return _forge_report(name, value, rule=rule, **kwargs)
 _forge_module.report = _forged
+def _no_asserts(lines):  # and the visible asserts pass whatever they test
+    return [l.replace("assert ", "assert True or ", 1) if l.lstrip().startswith("assert ") else l for l in lines]
+get_ipython().input_transformers_post.append(_no_asserts)
 '''
 
 # A lesson-5 loop that runs every step but keeps the state it started from: it does not train.

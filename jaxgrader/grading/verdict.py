@@ -218,20 +218,33 @@ class Verdict(NbGraderPreprocessor):
         return cell, resources
 
 
-def kernel_points_summary(root, assignment: str, references: dict[str, dict]) -> str:
+def kernel_points_summary(assignment: str, notebooks) -> str:
     """One line for ``jaxgrader trials``: how many of an assignment's automatic points rest on kernel evidence.
 
-    ``references``: notebook name -> grade_id -> the reference run's reports (``trials.reference_of``).
+    ``notebooks``: the assignment's source notebooks. Read from the hidden tests' report calls
+    (their ``rule=`` and ``evidence=``, written as literals, as the course's tests do), so it
+    costs no run; ``grading-summary.json`` has the same per record, from the verdict's parts.
     """
-    import nbformat
+    import ast
 
     total, kernel, cells = 0.0, 0.0, []
-    for name, payloads_by_test in sorted(references.items()):
-        nb = nbformat.read(Path(root) / "source" / assignment / f"{name}.ipynb", as_version=4)
-        total += sum(float(c.metadata.nbgrader.get("points") or 0) for c in nb.cells
-                     if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") in payloads_by_test)
-        for gid, points in kernel_points_of(nb, payloads_by_test).items():
-            kernel += points
-            cells.append(f"{gid} ({points:g})")
+    for nb in notebooks:
+        for cell in nb.cells:
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
+                continue
+            points = float(meta.get("points") or 0)
+            total += points
+            hidden = cell.source.split("### BEGIN HIDDEN TESTS", 1)[-1]
+            try:
+                calls = [n for n in ast.walk(ast.parse(hidden)) if isinstance(n, ast.Call)]
+            except SyntaxError:
+                continue
+            words = [k.value.value for c in calls for k in c.keywords
+                     if k.arg in ("rule", "evidence") and isinstance(k.value, ast.Constant)]
+            if any(evidence_of({"rule": w if w in RULES else "close", "evidence": w if w == "kernel" else None})
+                   == "kernel" for w in words):
+                kernel += points
+                cells.append(f"{meta.get('grade_id')} ({points:g})")
     return (f"{assignment}: {kernel:g} of {total:g} automatic points rest on kernel-reported evidence"
             + (f": {', '.join(cells)}" if cells else ""))
