@@ -21,6 +21,7 @@ os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.
 # alone at the end (`pytest -n 2`). A scheduling hint only: a stale order costs minutes,
 # never correctness.
 LONGEST_FIRST = ["trials-lesson4", "trials-lesson3", "trials-lesson5", "tests/test_hostile.py",
+                 "tests/test_answer_key.py", "tests/test_forger.py",
                  "tests/test_gradebook.py", "tests/test_scaleout.py", "trials-lesson1", "trials-lesson2",
                  "colab-lesson3", "colab-lesson4", "colab-lesson5", "tests/test_limits.py",
                  "tests/test_browser.py", "tests/test_course.py", "tests/test_translation.py",

@@ -1,5 +1,5 @@
-"""Lesson 3's kernel-side helpers for the transfer exercise (jaxgrader.checks.mlp): the residual
-network's parameters, its reference forward pass and its mean squared error."""
+"""Lesson 3's kernel-side helpers (jaxgrader.checks.mlp): the parameters hidden tests draw, and
+stand-ins that have the exercises' signatures but answer none of them (the kernel can import them)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,13 @@ def _numpy_residual(params, x):
     return h @ np.asarray(params["out"]["W"], np.float64) + np.asarray(params["out"]["b"], np.float64)
 
 
+def _numpy_mlp(params, x):
+    h = np.asarray(x, np.float64)
+    for layer in params[:-1]:
+        h = np.maximum(h @ np.asarray(layer["W"], np.float64) + np.asarray(layer["b"], np.float64), 0.0)
+    return h @ np.asarray(params[-1]["W"], np.float64) + np.asarray(params[-1]["b"], np.float64)
+
+
 def test_random_residual_params_have_the_exercise_structure():
     params = mlp.random_residual_params(5, 3, 1, seed=0)
     assert jax.tree.map(lambda a: a.shape, params) == {
@@ -24,23 +31,18 @@ def test_random_residual_params_have_the_exercise_structure():
     assert all(leaf.dtype == np.float32 for leaf in jax.tree.leaves(params))
 
 
-def test_reference_residual_apply_adds_each_block_to_its_input():
-    params = mlp.random_residual_params(4, 2, 1, seed=2)
+def test_stand_ins_take_the_exercises_arguments_but_compute_something_else():
+    params = mlp.random_params([4, 6, 3], seed=2)
     x = np.random.default_rng(3).normal(size=4).astype(np.float32)
-    np.testing.assert_allclose(np.asarray(mlp.reference_residual_apply(params, x)), _numpy_residual(params, x), rtol=1e-5)
-    # no blocks: only the linear head
-    head = mlp.random_residual_params(4, 0, 1, seed=4)
-    np.testing.assert_allclose(np.asarray(mlp.reference_residual_apply(head, x)),
-                               x @ np.asarray(head["out"]["W"]) + np.asarray(head["out"]["b"]), rtol=1e-5)
-
-
-def test_reference_mse_loss_is_the_mean_over_the_batch():
-    params = mlp.random_residual_params(3, 2, 1, seed=5)
-    r = np.random.default_rng(6)
-    X, t = r.normal(size=(7, 3)).astype(np.float32), r.normal(size=7).astype(np.float32)
-    predictions = np.stack([_numpy_residual(params, x)[0] for x in X])
-    expected = np.mean((predictions - t) ** 2)
-    assert np.shape(mlp.reference_mse_loss(params, X, t)) == ()
-    np.testing.assert_allclose(float(mlp.reference_mse_loss(params, X, t)), expected, rtol=1e-5)
-    # not the (B, B) broadcast of (B, 1) - (B,)
-    assert not np.isclose(expected, np.mean((predictions[:, None] - t[None, :]) ** 2))
+    assert np.shape(mlp.standin_apply(params, x)) == (3,)
+    assert not np.allclose(np.asarray(mlp.standin_apply(params, x)), _numpy_mlp(params, x), rtol=1e-3)
+    y = np.eye(3, dtype=np.float32)[1]
+    ce = -np.sum(y * (_numpy_mlp(params, x) - np.log(np.sum(np.exp(_numpy_mlp(params, x))))))
+    assert np.shape(mlp.standin_example_loss(params, x, y)) == ()
+    assert not np.isclose(float(mlp.standin_example_loss(params, x, y)), ce, rtol=1e-3)
+    X, Y = np.stack([x, -x]), np.stack([y, y])
+    summed = float(mlp.standin_example_loss(params, x, y) + mlp.standin_example_loss(params, -x, y))
+    np.testing.assert_allclose(float(mlp.standin_batch_loss(params, X, Y)), summed, rtol=1e-6)  # a sum, not a mean
+    residual = mlp.random_residual_params(4, 2, 1, seed=4)
+    assert np.shape(mlp.standin_residual_apply(residual, x)) == (1,)
+    assert not np.allclose(np.asarray(mlp.standin_residual_apply(residual, x)), _numpy_residual(residual, x), rtol=1e-3)

@@ -15,6 +15,7 @@ from jaxgrader.grading.verdict import ReportError, judge_cell, parse_report, par
 def output(name, value, rule="close", **kw):
     payload = {"name": name, "rule": rule, "rtol": kw.get("rtol", 1e-5), "atol": kw.get("atol", 1e-6),
                "bound": kw.get("bound"), "value": encode(value)}
+    payload.update({k: kw[k] for k in ("against", "evidence") if k in kw})
     return {"output_type": "display_data", "data": {MIME: payload}, "metadata": {}}
 
 
@@ -22,8 +23,8 @@ def ref(name, value, rule="close", **kw):
     return parse_report(output(name, value, rule, **kw)["data"][MIME])
 
 
-def judge(student_outputs, reference):
-    return {p["name"]: p for p in judge_cell(student_outputs, reference)}
+def judge(student_outputs, reference, seconds=None):
+    return {p["name"]: p for p in judge_cell(student_outputs, reference, seconds)}
 
 
 def test_pytrees_round_trip_through_the_encoding():
@@ -159,3 +160,95 @@ def test_where_a_test_cell_stopped_is_read_from_its_own_line():
     assert stopped_in(source, {"traceback": chained}, execution_count=7) == "visible"
     # a frame of a function defined in an earlier cell is not the test cell's line
     assert stopped_in(source, {"traceback": [inner, frame.format(4, 4)]}, execution_count=7) == "hidden"
+
+
+# --------------------------------------------------------------------------- evidence the grader checks
+
+
+def _passes(rule, student, reference, seconds=None, **kw):
+    return judge([output("p", student, rule, **kw)], [ref("p", reference, rule, **kw)], seconds)["p"]["passed"]
+
+
+def test_every_part_says_what_its_points_rest_on_and_kernel_points_count_them():
+    from jaxgrader.grading.judging import kernel_points
+
+    reference = [ref("v", 1.0), ref("fact", True, rule="true"), ref("n", 2, rule="equal", evidence="kernel"),
+                 ref("losses", [1.0, 0.1], rule="falls", bound=0.5)]
+    parts = judge([], reference)
+    assert {n: p["evidence"] for n, p in parts.items()} == {"v": "checked", "fact": "kernel", "n": "kernel",
+                                                            "losses": "checked"}
+    assert kernel_points(list(parts.values()), 3) == 3
+    assert kernel_points([parts["v"], parts["losses"]], 3) == 0
+    # what a kernel says about the evidence is ignored: the reference's report decides
+    assert judge([output("v", 1.0, evidence="kernel")], [ref("v", 1.0)])["v"]["evidence"] == "checked"
+
+
+def test_values_are_judged_by_the_grader():
+    assert _passes("finite", [1.0, 2.0], [0.0]) and not _passes("finite", [1.0, float("nan")], [0.0])
+    assert not _passes("finite", True, True) and not _passes("finite", "1.0", "1.0")
+    assert _passes("falls", [2.0, 1.5, 0.9, 0.8, 0.7, 0.6, 0.5], [1.0], bound=0.5)
+    assert not _passes("falls", [2.0, 2.0, 1.9, 1.9, 1.8, 1.8], [1.0], bound=0.5)
+    assert not _passes("falls", [2.0, float("inf"), 0.1], [1.0], bound=0.5) and not _passes("falls", 0.0, 1.0, bound=0.5)
+    masks = np.arange(12).reshape(3, 4) % 2 == 0
+    assert _passes("all_equal", [masks, masks.copy()], [masks, masks], rtol=0.0, atol=0.0)
+    assert not _passes("all_equal", [masks, ~masks], [masks, masks], rtol=0.0, atol=0.0)
+    assert _passes("all_equal", [1.0, 1.0 + 1e-7], [0.0, 0.0], rtol=0.0, atol=1e-6)
+    assert _passes("all_distinct", list(np.eye(3)), [0.0, 1.0]) and not _passes("all_distinct", [masks, masks], [0, 1])
+    assert _passes("ratio_at_least", [0.5, 0.01], [1.0, 1.0], bound=5.0)
+    assert not _passes("ratio_at_least", [0.04, 0.01], [1.0, 1.0], bound=5.0)
+    assert not _passes("ratio_at_least", [1.0, 0.0], [1.0, 1.0], bound=5.0)
+    assert _passes("within_factor", 0.3, 0.1, bound=10.0) and not _passes("within_factor", 1e-4, 0.1, bound=10.0)
+    assert not _passes("within_factor", 1e9, 0.1, bound=10.0) and not _passes("within_factor", -1.0, 0.1, bound=10.0)
+
+
+def test_an_accuracy_is_computed_by_the_grader_against_the_references_labels():
+    labels = np.arange(100, dtype=np.int32) % 10
+    right = labels.copy()
+    right[:5] = (right[:5] + 1) % 10  # 95% right
+    reference = [ref("labels", labels, "equal"), ref("pred", labels, "agrees", against="labels", bound=0.9)]
+    def judged(student_labels, pred):
+        return judge([output("labels", student_labels, "equal"), output("pred", pred, "agrees", against="labels",
+                                                                        bound=0.0)], reference)["pred"]
+    assert judged(labels, right)["passed"]
+    assert not judged(labels, np.zeros(100, np.int32))["passed"]
+    # the labels the kernel reports are not the ones it is judged against
+    assert not judged(np.zeros(100, np.int32), np.zeros(100, np.int32))["passed"]
+    assert not judged(labels, right.astype(np.float32))["passed"]
+
+
+def test_claimed_seconds_must_fit_in_the_cells_wall_time_on_the_graders_clock():
+    assert _passes("within_cell_time", [0.2, 0.3], [0.1], seconds=1.0)
+    assert not _passes("within_cell_time", [0.2, 1e9], [0.1], seconds=1.0)
+    assert not _passes("within_cell_time", [0.2], [0.1], seconds=None)
+    assert not _passes("within_cell_time", [-5.0, 0.2], [0.1], seconds=1.0)
+
+
+def test_facts_about_programs_are_read_from_the_program_text():
+    import jax
+
+    def step(params, x, lr):
+        return params - lr * x
+
+    x, p = jnp.ones(3), jnp.zeros(3)
+    jitted = jax.jit(step).lower(p, x, 0.1).as_text()
+    static = jax.jit(step, static_argnums=2).lower(p, x, 0.1).as_text()
+    as_float64 = jax.jit(step).lower(p.astype(jnp.int32), x, 0.1).as_text()
+    assert _passes("jitted", jitted, jitted) and not _passes("jitted", None, jitted)
+    assert not _passes("jitted", static, jitted), "a static learning rate is not a traced argument"
+    assert not _passes("jitted", "module @jit_step { func.func public @main() -> () {", jitted)
+    assert _passes("same_program", [jitted, jitted], [jitted, jitted])
+    assert not _passes("same_program", [jitted, as_float64], [jitted, jitted])
+    assert not _passes("same_program", [jitted], [jitted, jitted])
+
+    def unrolled(x, n):
+        for _ in range(n):
+            x = jnp.sin(x)
+        return x
+
+    def scanned(xs):
+        return jax.lax.scan(lambda c, x: (c + jnp.sin(x), c), 0.0, xs)
+
+    grows = [str(jax.make_jaxpr(unrolled, static_argnums=1)(x, n)) for n in (2, 6)]
+    flat = [str(jax.make_jaxpr(scanned)(jnp.ones(n))) for n in (2, 6)]
+    assert _passes("no_growth", flat, flat) and not _passes("no_growth", grows, flat)
+    assert not _passes("no_growth", ["", ""], flat)

@@ -2,9 +2,9 @@
 
 Hidden tests report the student's gradients and the grader compares them with
 the instructor's on the same inputs (float32, a few ulps). This module adds the
-independent check: the gradient against central finite differences in float64,
-which catches a hand-derived or custom gradient that does not belong to the
-function. Float32 differences at the default step are at the edge of their own
+independent check: the derivative along a random direction, from central finite
+differences in float64 and from reverse mode, both reported as values, which
+catches a hand-derived or custom gradient that does not belong to the function. Float32 differences at the default step are at the edge of their own
 tolerance, which is why this runs under x64.
 """
 
@@ -28,14 +28,15 @@ def enable_x64():
     return legacy_enable_x64()
 
 
-def agrees_with_finite_differences(fn, args, *, eps=1e-4, rtol=1e-4, atol=1e-4, seed=0) -> bool:
-    """True if the reverse-mode gradient of scalar ``fn`` matches float64 central differences.
+def directional_derivatives(fn, args, *, eps=1e-4, seed=0) -> list[float]:
+    """``[from float64 central differences, from reverse mode]``: the derivative of scalar ``fn`` along one random direction.
 
-    The check ``jax.test_util.check_grads(order=1, modes=["rev"])`` makes (one
-    random direction: the directional derivative from differences against the
-    one from ``vjp``), but compiled as one program (``check_grads`` runs op by op,
-    compiling each: slow inside an autograde), and returned as a
-    bool to report rather than raised. Keep ``args`` away from kinks.
+    The check ``jax.test_util.check_grads(order=1, modes=["rev"])`` makes, compiled as one
+    program (``check_grads`` runs op by op, compiling each: slow inside an autograde). Hidden
+    tests *report* both numbers (rule ``close``): the grader compares them with the
+    reference's, so the first checks the function's values, the second its gradient, and
+    a hand-written gradient that does not belong to the function fails the second. Keep
+    ``args`` away from kinks.
     """
     with enable_x64():
         args = jax.tree.map(lambda a: np.asarray(a, np.float64), tuple(args))
@@ -53,5 +54,10 @@ def agrees_with_finite_differences(fn, args, *, eps=1e-4, rtol=1e-4, atol=1e-4, 
             analytic = sum(jnp.vdot(t, c) for t, c in zip(jax.tree.leaves(tangent), jax.tree.leaves(cotangent)))
             return numerical, analytic
 
-        numerical, analytic = (float(v) for v in both(args, tangent))
+        return [float(v) for v in both(args, tangent)]
+
+
+def agrees_with_finite_differences(fn, args, *, eps=1e-4, rtol=1e-4, atol=1e-4, seed=0) -> bool:
+    """True if the two :func:`directional_derivatives` agree (for notebooks and tests; hidden tests report the numbers)."""
+    numerical, analytic = directional_derivatives(fn, args, eps=eps, seed=seed)
     return bool(abs(numerical - analytic) <= atol + rtol * abs(numerical))

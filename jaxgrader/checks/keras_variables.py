@@ -37,43 +37,30 @@ def draw_optimizer_variables(optimizer, r: np.random.Generator):
     return [draw(v) for v in optimizer.variables]
 
 
-def _reference_running_mean_class():
-    """Lesson 5's ``RunningMean`` layer, written by the instructor (Keras is imported only when asked)."""
+def standin_centered_model(features: int = 64, units: int = 10):
+    """A model shaped like lesson 5's ``centered_model`` (a centering layer, then Dense), with a stand-in centering layer.
+
+    Why it exists: ``test_centered_step`` swaps it in for the student's model while it
+    grades ``centered_step``, so that a wrong ``RunningMean`` (graded by its own test) does not
+    also cost the step's points. Its layer keeps the same non-trainable variables, ``[count,
+    mean]``, but updates the mean as an exponential moving average (not the exercise's running
+    mean of every row): this module is importable in the student's kernel, so nothing here may
+    answer a graded exercise. Variables: trainable ``[kernel, bias]``, non-trainable ``[count, mean]``.
+    """
     import keras
 
-    class RunningMean(keras.layers.Layer):
-        """Centers its input with the mean of every row seen in training (count and mean: non-trainable)."""
-
+    class MovingCenter(keras.layers.Layer):
         def build(self, input_shape):
             self.count = self.add_weight(shape=(), initializer="zeros", trainable=False, name="count")
             self.mean = self.add_weight(shape=(input_shape[-1],), initializer="zeros", trainable=False, name="mean")
 
         def call(self, inputs, training=False):
             if training:
-                n = keras.ops.cast(keras.ops.shape(inputs)[0], "float32")
-                count = self.count + n
-                self.mean.assign(self.mean + (keras.ops.sum(inputs, axis=0) - n * self.mean) / count)
-                self.count.assign(count)
+                self.count.assign(self.count + keras.ops.cast(keras.ops.shape(inputs)[0], "float32"))
+                self.mean.assign(0.9 * self.mean + 0.1 * keras.ops.mean(inputs, axis=0))
             return inputs - self.mean
 
-    return RunningMean
+    return keras.Sequential([keras.Input(shape=(features,)), MovingCenter(), keras.layers.Dense(units)])
 
 
-def centered_reference_model(features: int = 64, units: int = 10):
-    """A model shaped like lesson 5's ``centered_model`` (RunningMean, then Dense), with a known-good RunningMean.
-
-    Why it lives here: ``test_centered_step`` swaps it in for the student's model while it
-    grades ``centered_step``, so that a wrong ``RunningMean`` (graded by its own test) does not
-    also cost the step's points. Variables come in the student's model's order: trainable
-    ``[kernel, bias]``, non-trainable ``[count, mean]``.
-    """
-    import keras
-
-    return keras.Sequential([
-        keras.Input(shape=(features,)),
-        _reference_running_mean_class()(),
-        keras.layers.Dense(units),
-    ])
-
-
-__all__ = ["centered_reference_model", "draw_optimizer_variables", "draw_variables"]
+__all__ = ["draw_optimizer_variables", "draw_variables", "standin_centered_model"]

@@ -1,9 +1,12 @@
-"""Inputs and reference functions for the lesson-3 MLP tests (list-of-dicts parameters).
+"""Inputs and stand-in functions for the lesson-3 MLP tests (list-of-dicts parameters).
 
-Hidden tests import these instead of each defining its own copy. The reference
-functions let a test of one exercise swap in correct versions of the earlier
-ones, so one mistake costs one part, not every part built on it. Nothing here
-judges: the grader compares reported values outside the kernel.
+Hidden tests import these instead of each defining its own copy. A test of one
+exercise swaps stand-ins in for the earlier ones (``mlp_apply``, ``cross_entropy_loss``,
+...), so that one mistake costs one part, not every part built on it. The stand-ins
+have the exercises' signatures but compute something else (a tanh network, a squared
+error): this module is importable in the student's kernel, so nothing in it may answer
+a graded exercise (``tests/test_answer_key.py`` tries). The reference run uses the same
+stand-ins, so the values still compare. Nothing here judges.
 """
 
 from __future__ import annotations
@@ -29,21 +32,21 @@ def random_params(sizes, seed: int, gain: float = 1.0):
             for m, n in zip(sizes[:-1], sizes[1:])]
 
 
-def reference_apply(params, x):
-    """ReLU on every hidden layer, raw logits out."""
+def standin_apply(params, x):
+    """A stand-in forward pass with lesson 3's parameters: tanh on every hidden layer (not the exercise's ReLU)."""
     for layer in params[:-1]:
-        x = jax.nn.relu(x @ layer["W"] + layer["b"])
+        x = jnp.tanh(x @ layer["W"] + layer["b"])
     return x @ params[-1]["W"] + params[-1]["b"]
 
 
-def reference_cross_entropy(params, x, y):
-    """Cross-entropy of one example against a one-hot ``y``."""
-    return -jnp.sum(y * jax.nn.log_softmax(reference_apply(params, x)))
+def standin_example_loss(params, x, y):
+    """A stand-in loss of one example: squared error between the softmax and one-hot ``y`` (not a cross-entropy)."""
+    return jnp.sum((jax.nn.softmax(standin_apply(params, x)) - y) ** 2)
 
 
-def reference_batch_loss(params, X, Y):
-    """Mean cross-entropy over a batch."""
-    return jnp.mean(jax.vmap(reference_cross_entropy, in_axes=(None, 0, 0))(params, X, Y))
+def standin_batch_loss(params, X, Y):
+    """A stand-in loss of a batch: :func:`standin_example_loss` summed over the batch (not a mean of cross-entropies)."""
+    return jnp.sum((jax.nn.softmax(standin_apply(params, X)) - Y) ** 2)
 
 
 def random_residual_params(width: int, depth: int, out_dim: int, seed: int, gain: float = 1.0):
@@ -56,18 +59,12 @@ def random_residual_params(width: int, depth: int, out_dim: int, seed: int, gain
     return {"hidden": layers[:-1], "out": layers[-1]}
 
 
-def reference_residual_apply(params, x):
-    """One example through the residual network: ``h = h + tanh(h @ W + b)`` per block, then a linear head."""
+def standin_residual_apply(params, x):
+    """A stand-in for the transfer exercise's network, same parameters: ``h = tanh(h @ W + b)`` per block, no skip."""
     h = x
     for layer in params["hidden"]:
-        h = h + jnp.tanh(h @ layer["W"] + layer["b"])
+        h = jnp.tanh(h @ layer["W"] + layer["b"])
     return h @ params["out"]["W"] + params["out"]["b"]
-
-
-def reference_mse_loss(params, X, t):
-    """Mean squared error of the single-output residual network over a batch, ``t`` of shape ``(B,)``."""
-    predictions = jax.vmap(reference_residual_apply, in_axes=(None, 0))(params, X)[:, 0]
-    return jnp.mean((predictions - t) ** 2)
 
 
 def away_from_kinks(sizes, seed: int, batch: int | None = None, min_gap: float = 0.05):
@@ -90,5 +87,5 @@ def away_from_kinks(sizes, seed: int, batch: int | None = None, min_gap: float =
         seed += 1000
 
 
-__all__ = ["away_from_kinks", "put", "random_params", "random_residual_params", "reference_apply",
-           "reference_batch_loss", "reference_cross_entropy", "reference_mse_loss", "reference_residual_apply"]
+__all__ = ["away_from_kinks", "put", "random_params", "random_residual_params", "standin_apply",
+           "standin_batch_loss", "standin_example_loss", "standin_residual_apply"]

@@ -3,11 +3,12 @@
 A hidden test does not decide anything. It computes the student's answers on
 inputs drawn from the grader's seed and reports them::
 
+    from jaxgrader.checks.programs import lowered as _lowered
     from jaxgrader.checks.report import key as _key, report as _report
 
     _x = jax.random.normal(_key(0), (4,))
-    _report("predict(params, x)", predict(_params, _x))            # compared with the reference
-    _report("compiles over 3 sizes", count, rule="at_most", bound=3)  # measured in the kernel
+    _report("predict(params, x)", predict(_params, _x))                 # compared with the reference
+    _report("predict is jitted", _lowered(predict, _params, _x), rule="jitted")  # its program, parsed
 
 Import under underscore names: a hidden test shares the notebook's namespace, and
 a plain ``key`` or ``rng`` would replace a student's variable of that name in
@@ -19,18 +20,54 @@ run reported under the same name, outside the student's kernel
 (``jaxgrader.grading.verdict``). Tolerances, rules and bounds are taken from the
 *reference* run; what a student's kernel sends for them is ignored.
 
-Rules:
+Rules (each part's points rest on what the grader can check itself: its *evidence*):
 
 ``close``    numbers and arrays within ``rtol``/``atol`` of the reference, same
              structure (dict keys, list lengths) and shapes; other leaves equal.
 ``equal``    exactly equal to the reference (shapes, dtypes as strings, counts).
+
+Judged by the grader from the reported value alone (report the raw evidence, never
+a verdict the test reached itself):
+
+``finite``          every number in the value is finite (e.g. a list of losses).
+``falls``           a list of losses: the mean of the last five is at most ``bound``
+                    times the first.
+``all_equal``       a list of values that must all be equal (same key, same masks).
+``all_distinct``    a list of values no two of which may be equal.
+``ratio_at_least``  ``[a, b]``: ``a / b`` at least ``bound``.
+``agrees``          predicted class ids: the fraction equal to the *reference's* value
+                    of the part named ``against`` (e.g. the test labels, reported as
+                    their own ``equal`` part) is at least ``bound``: an accuracy the
+                    grader computes.
+``within_factor``   a measurement (seconds) within a factor ``bound`` either way of the
+                    reference run's measurement of the same thing.
+``within_cell_time`` a list of seconds the student's code claims to have measured in
+                    this cell: their sum must not exceed the cell's wall time on the
+                    grader's clock (code can make a cell slower, never faster).
+
+Program artifacts, parsed by the grader (``jaxgrader.grading.programs``); report
+them with :func:`jaxgrader.checks.programs.lowered` and
+:func:`jaxgrader.checks.programs.jaxpr`:
+
+``jitted``        the lowered text of a function on the run's inputs (None if it is not
+                  jitted): its ``main`` must take and return the same types as the
+                  reference's (a static argument or a changed dtype shows).
+``same_program``  a list of lowered texts, one per call (e.g. on the state before and
+                  after a step): every one must have the reference's signature, so one
+                  compiled program serves every call.
+``no_growth``     a list of jaxpr texts for growing inputs (2, then 6 batches): the
+                  number of equations must not grow (a scan, not an unrolled loop).
+
+Kept for older tests, and taken on the kernel's word (``evidence="kernel"``):
+
 ``true``     the value must be ``True``: a fact measured inside the kernel.
 ``at_most``  a number measured inside the kernel, at most ``bound``.
 ``at_least`` a number measured inside the kernel, at least ``bound``.
 
-The last three are *kernel-measured*: a student who takes over the kernel can
-forge them (docs/grading.md says what that takes). Prefer ``close``/``equal``
-on raw values wherever the check can be computed from values.
+A student who takes over the kernel can send whatever passes those three, so no
+new test uses them; ``jaxgrader trials`` and ``grading-summary.json`` count the
+points resting on them. ``evidence="kernel"`` marks any other part whose value is a
+fact the test worked out inside the kernel (the same in every run, so guessable).
 
 The value travels as a ``display_data`` output with the MIME type
 :data:`MIME`; this module only encodes. The grader's parser enforces sizes.
@@ -46,7 +83,8 @@ import os
 import numpy as np
 
 MIME = "application/vnd.jaxgrader.report.v1+json"
-RULES = ("close", "equal", "true", "at_most", "at_least")
+RULES = ("close", "equal", "true", "at_most", "at_least", "finite", "all_equal", "all_distinct", "falls",
+         "agrees", "within_factor", "ratio_at_least", "jitted", "same_program", "no_growth", "within_cell_time")
 # A report bigger than this is refused here, with a message, instead of by the grader.
 MAX_REPORT_BYTES = 2 * 2**20
 
@@ -169,10 +207,12 @@ def _leaves(value):
 
 
 def report(name: str, value, *, rule: str = "close", rtol: float = 1e-5, atol: float = 1e-6,
-           bound: float | None = None) -> None:
+           bound: float | None = None, against: str | None = None, evidence: str | None = None) -> None:
     """Hand ``value`` to the grader under ``name`` (unique within the test cell).
 
     ``close`` tolerances are widened to :func:`precision_floor` where matmuls run at reduced precision.
+    ``against``: the part whose reference value an ``agrees`` part is judged against;
+    ``evidence="kernel"``: this part's value is the kernel's word (see the module doc).
     """
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r}; one of {RULES}")
@@ -181,6 +221,10 @@ def report(name: str, value, *, rule: str = "close", rtol: float = 1e-5, atol: f
         rtol, atol = max(rtol, floor_rtol), max(atol, floor_atol)
     payload = {"name": str(name), "rule": rule, "rtol": float(rtol), "atol": float(atol),
                "bound": None if bound is None else float(bound), "value": encode(value)}
+    if against is not None:
+        payload["against"] = str(against)
+    if evidence is not None:
+        payload["evidence"] = str(evidence)
     import json
 
     if len(json.dumps(payload)) > MAX_REPORT_BYTES:

@@ -149,6 +149,12 @@ def _trials(root: Path, assignment: str, only: list[str] | None, packed: bool = 
         print(f"\n{assignment}: {r['answers']} wrong answers; {r['lose_points']} ({r['lose_points_rate']:.0%}) "
               f"lose points on hidden tests; {r['flagged_visibly']} ({r['flagged_visibly_rate']:.0%}) "
               f"flagged by a visible test; graded as {len(results)} trial students")
+    from .coursedir import source_notebooks
+    from .notebooks import read_notebook
+    from .verdict import kernel_points_summary
+    source = folder(coursedir_of(load_config(root)), "source", ".", assignment)
+    print(kernel_points_summary(assignment, [read_notebook(source / f"{nb}.ipynb")
+                                             for nb in source_notebooks(root, assignment)]))
     return 1 if bad else 0
 
 

@@ -220,8 +220,14 @@ class LimitedExecute(Execute):
             return cell, resources
         clipped = self._cell_timeout is None or remaining < self._cell_timeout
         self.timeout = max(1, int(min(self._cell_timeout or remaining, remaining)))
+        # The cell's wall time on the grader's clock, for parts that check a kernel's claimed
+        # durations against it (verdict: within_cell_time): code can make a cell slower, never faster.
+        seconds = resources.setdefault("jaxgrader", {}).setdefault("cell_seconds", {})
+        seconds.pop(index, None)
+        started = time.monotonic()
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
+            seconds[index] = time.monotonic() - started
             timed_out = any(o.get("ename") == "CellTimeoutError" for o in cell.get("outputs", []))
             if clipped and timed_out:  # cut short by the notebook's limit, not the cell's own
                 self._stopped = (TIME_LIMIT_ENAME,
