@@ -187,7 +187,7 @@ def test_links_name_current_doc_pages(path):
 # minutes for <its|the> assignment"; the course map's table has "N min + M min" per lesson and a
 # line "**In all: about H h M min**, ... h ... min of lectures and ... h ... min of assignments".
 _LECTURE_TIME = re.compile(r"\*\*Time:\*\* about (\d+) minutes for this lecture.*?about (\d+) minutes", re.DOTALL)
-_ASSIGNMENT_TIME = re.compile(r"\*\*Time:\*\* about (\d+) minutes")
+_ASSIGNMENT_TIME = re.compile(r"\*\*Time:\*\* about (?:(\d+) h\b)?\s*(?:(\d+) min)?")  # "1 h 30 min", "2 h", "90 min"
 _MAP_ROW = re.compile(r"^\| (\d+) \|.*\| (\d+) min \+ (\d+) min \|\s*$", re.MULTILINE)
 _MAP_TOTAL = re.compile(r"\*\*In all: about (\d+) h (\d+) min\*\*, (\d+) h (\d+) min of lectures "
                         r"and (\d+) h (\d+) min of assignments")
@@ -216,8 +216,10 @@ def test_stated_times_agree_with_the_course_map():
     for path in SOURCES:  # an assignment that states its own time must agree too
         stated = _ASSIGNMENT_TIME.search(" ".join(read_notebook(path).cells[0].source.split()))
         n = _lesson_number(path)
-        if stated and n in rows and int(stated[1]) != rows[n][1]:
-            problems.append(f"{path.relative_to(ROOT)} states {stated[1]} min, the course map {rows[n][1]}")
+        if stated and (stated[1] or stated[2]):
+            minutes = 60 * int(stated[1] or 0) + int(stated[2] or 0)
+            if n in rows and minutes != rows[n][1]:
+                problems.append(f"{path.relative_to(ROOT)} states {minutes} min, the course map {rows[n][1]}")
     if sorted(rows) != sorted(_lesson_number(p) for p in LESSONS):
         problems.append(f"the course map has time rows for lessons {sorted(rows)}")
     lectures, assignments = sum(lec for lec, _ in rows.values()), sum(asg for _, asg in rows.values())
