@@ -13,6 +13,8 @@ c.CourseDirectory.course_id = "jax-from-first-principles"
 # PostgreSQL (the psycopg driver is in requirements.txt), e.g.:
 # c.CourseDirectory.db_url = "postgresql+psycopg://grader@localhost/gradebook"
 
+# jaxgrader's own settings (jaxgrader/grading/settings.py, each with its help text); a
+# misspelt name here is an error, not silently ignored.
 # Where grading tasks run (docs/scale-out.md). Default: local processes, one per CPU,
 # each keeping its kernels on its share of the CPUs (False: every kernel may use every core).
 # c.JaxGrader.workers = 8
@@ -20,6 +22,8 @@ c.CourseDirectory.course_id = "jax-from-first-principles"
 # On a Dask cluster (`dask scheduler`; `dask worker ADDRESS --nthreads 1` on hosts with
 # the course's environment and bubblewrap):
 # c.JaxGrader.dask_scheduler = "tcp://grading-head.example.edu:8786"
+# Hidden tests draw their inputs from a seed fresh for each run; for a reproducible run:
+# c.JaxGrader.seed = 1234  (or `jaxgrader grade --seed 1234`)
 
 # Students' notebooks get this stub where a solution was.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
@@ -48,6 +52,9 @@ c.Autograde.sanitize_preprocessors = [
 # Where bubblewrap cannot run, grading stops; `jaxgrader grade --unsandboxed` (or
 # c.SandboxedKernelManager.isolation = "none") grades without it, and says so.
 c.LimitedExecute.kernel_manager_class = "jaxgrader.grading.sandbox.SandboxedKernelManager"
+# Grading on a host with an NVIDIA GPU: pass it into every kernel's sandbox (device nodes with
+# --dev-bind, the driver's libraries read-only; jaxgrader/grading/gpu.py, docs/grading.md).
+# c.SandboxedKernelManager.gpu = True
 c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
 
 # Submissions' kernels are forked from a prepared process that imported these modules once
@@ -105,7 +112,14 @@ c.GenerateFeedback.preprocessors = [
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
     "jaxgrader.grading.preprocessors.HideHiddenTests",
     "nbconvert.preprocessors.sanitize.SanitizeHTML",
+    "jaxgrader.grading.feedback.NamePartsInFeedback",
 ]
+# The summary at the top of each feedback page names every graded part by its exercise
+# heading (jaxgrader/grading/feedback.py): nbgrader's feedback template with that summary replaced.
+from jaxgrader.grading.feedback import TEMPLATE_FILE, template_dirs  # noqa: E402
+
+c.GenerateFeedback.HTMLExporter.extra_template_basedirs = template_dirs()  # only feedback's exporter:
+c.GenerateFeedback.HTMLExporter.template_file = TEMPLATE_FILE  # formgrader's own pages keep theirs
 
 # Only notebooks are assignment files; anything else in source/<assignment>/
 # would be copied to students and over their submission.

@@ -7,7 +7,7 @@
 Students cycle through the trial answers (the solution, the blank release, each
 wrong answer), so the class is a realistic mix of passing and failing cells. Each
 backend grades the same class in a fresh scratch course, without feedback, with one
-seed (``JAXGRADER_SEED``, fixed here so every backend runs the same checks):
+seed (``c.JaxGrader.seed``, fixed here so every backend runs the same checks):
 
 * ``stock``: ``nbgrader generate_assignment`` then ``nbgrader autograde`` (one process,
   one submission after another, the course's preprocessors: the same grades), each
@@ -66,10 +66,13 @@ from jaxgrader.grading.notebooks import write_submission  # noqa: E402
 from jaxgrader.grading.trials import trial_students  # noqa: E402
 
 BIN = Path(sys.executable).parent
+SEED = 1234
 
 
 def build_class(course: Path, assignments: list[str], students: int) -> None:
     shutil.copy2(ROOT / "nbgrader_config.py", course)
+    with open(course / "nbgrader_config.py", "a") as f:  # every backend runs the same checks
+        f.write(f"\nc.JaxGrader.seed = {SEED}  # benchmark: one seed for every backend\n")
     for assignment in assignments:
         shutil.copytree(ROOT / "source" / assignment, course / "source" / assignment)
         kinds = list(trial_students(ROOT, assignment, packed=False)[0].items())
@@ -283,7 +286,6 @@ def main() -> int:
                                                               "unsandboxed", "dask", "breakdown"))
     args = parser.parse_args()
     os.environ["PATH"] = f"{BIN}{os.pathsep}{os.environ['PATH']}"
-    os.environ.setdefault("JAXGRADER_SEED", "1234")
     assignments = args.assignment or ["lesson1"]
     unknown = set(assignments) - set(assignments_in(ROOT))
     if unknown:

@@ -7,6 +7,7 @@ docs/authoring.md explains each convention.
 
 from __future__ import annotations
 
+import json
 import re
 
 # Where the course is published. The "Open in Colab" badges point here; a course
@@ -16,12 +17,24 @@ BRANCH = "main"
 
 BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"
 
+# The oldest versions the course is tested with (Colab's: the colab lane of .ci/run pins them,
+# .ci/colab-constraints.txt). The setup cell warns below them.
+OLDEST = {"jax": "0.7.2", "optax": "0.2.8", "keras": "3.13.2"}
+
 # The first code cell of every lecture and assignment. On Colab it installs nothing
 # (Colab ships all of these); on a bare JupyterLab it installs what is missing; in the
-# grading sandbox (no network) everything is present, so it only checks.
+# grading sandbox (no network) everything is present, so it only checks. It prints the
+# versions (a student's question starts there) and defines two helpers:
+# `matmul_tolerance` (visible tests compare float32 results with float64 references within
+# the precision this runtime's matmuls really have: TPUs and recent GPUs multiply float32
+# at bfloat16/TF32 precision by default; measured on first use, not here, so that a notebook
+# can still configure JAX's devices after this cell) and `fails_on_purpose` (a demo that
+# raises shows its error and "Run all" goes on; Colab ignores the `raises-exception` tag).
 SETUP_CELL = '''\
-# Setup (Colab or JupyterLab): install only what this runtime lacks.
+# Setup (Colab or JupyterLab): install only what this runtime lacks, and say what it has.
+import importlib.metadata
 import importlib.util
+import re
 import subprocess
 import sys
 
@@ -29,7 +42,47 @@ _needed = {"jax": "jax", "optax": "optax", "keras": "keras", "sklearn": "scikit-
            "matplotlib": "matplotlib", "tqdm": "tqdm"}
 _missing = [pip_name for module, pip_name in _needed.items() if importlib.util.find_spec(module) is None]
 if _missing:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", *_missing], check=True)'''
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", *_missing], check=True)
+_versions = {name: importlib.metadata.version(name) for name in _needed.values()}
+print("Python", sys.version.split()[0], "|", ", ".join(f"{name} {v}" for name, v in _versions.items()))
+for _name, _oldest in %(oldest)s.items():  # the oldest versions this course is tested with
+    if [int(n) for n in re.findall(r"\\d+", _versions[_name])[:3]] < [int(n) for n in _oldest.split(".")]:
+        print(f"WARNING: {_name} {_versions[_name]} is older than {_oldest}, the oldest this course is "
+              f"tested with; run: pip install -U {_name}")
+
+_matmul_error = None
+
+
+def matmul_tolerance(rtol, atol=0.0):
+    """Tolerances (for np.allclose) that a float32 result computed with matmuls meets on this runtime.
+
+    TPUs and recent GPUs multiply float32 at reduced precision by default (bfloat16 or TF32,
+    relative errors near 1e-3); a CPU does not, and there they are returned unchanged.
+    Measured once, on a random 64x64 matmul."""
+    global _matmul_error
+    if _matmul_error is None:
+        import jax.numpy as jnp
+        import numpy as np
+
+        a = np.random.default_rng(0).normal(size=(64, 64)).astype(np.float32)
+        exact = a.astype(np.float64) @ a.T.astype(np.float64)
+        _matmul_error = float(np.max(np.abs(np.asarray(jnp.dot(a, a.T), np.float64) - exact)) / np.max(np.abs(exact)))
+    if _matmul_error < 1e-5:  # float32 itself: ~1e-7
+        return {"rtol": rtol, "atol": atol}
+    return {"rtol": max(rtol, 4 * _matmul_error), "atol": max(atol, _matmul_error)}
+
+
+class fails_on_purpose:
+    """`with fails_on_purpose():` runs a demo that raises, prints its error and goes on."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, traceback):
+        if error is not None:  # the message's first line: later ones may name this machine's paths
+            lines = str(error).strip().splitlines() or [""]
+            print(f"{kind.__name__}: {lines[0]}" + (" [...]" if len(lines) > 1 else ""))
+        return True''' % {"oldest": json.dumps(OLDEST)}
 
 # The quick-run switch: heavy demos and final training runs shrink under CI and grading.
 FAST_LINE = 'FAST = bool(os.environ.get("CI") or os.environ.get("NBGRADER_EXECUTION"))'

@@ -20,6 +20,7 @@ from jaxgrader.grading.notebooks import autograded_tests, is_autograded_test, re
 from jaxgrader import course_style
 from jaxgrader.grading.trials import outcomes, rates, run_trials, wrong_answers
 from jaxgrader.grading.verdict import reference_stderr
+from jaxgrader.simulated.accelerator import simulated_kernels
 
 from .conftest import ASSIGNMENTS, ROOT
 
@@ -34,6 +35,7 @@ def _problems(assignment, results, names):
 
 
 _TRIALS: dict[str, dict] = {}
+TRIALS_SIMULATE = os.environ.get("JAXGRADER_TRIALS_SIMULATE", "bfloat16,one-device")  # "": a plain CPU
 
 
 def _trials(request, assignment, tmp_path_factory):
@@ -50,8 +52,11 @@ def _trials(request, assignment, tmp_path_factory):
         only = None if everyone else ["solution", "release"]
         # Under `pytest -n`, every core already runs a test group: one kernel at a time here.
         workers = 1 if os.environ.get("PYTEST_XDIST_WORKER") else None
-        _TRIALS[assignment] = run_trials(ROOT, assignment, tmp_path_factory.mktemp(f"trials-{assignment}"),
-                                         only=only, workers=workers)
+        # Graded as on a one-TPU host (bfloat16 matmuls, one device; jaxgrader/simulated): every
+        # solution's visible test passes and every wrong answer loses its part there too.
+        with simulated_kernels(tmp_path_factory.mktemp(f"kernels-{assignment}"), TRIALS_SIMULATE):
+            _TRIALS[assignment] = run_trials(ROOT, assignment, tmp_path_factory.mktemp(f"trials-{assignment}"),
+                                             only=only, workers=workers)
     return _TRIALS[assignment]
 
 

@@ -391,3 +391,28 @@ def test_teacher_grades_written_answer_in_formgrader(browser, lab, tmp_path):
         formgrader.locator(".breadcrumb a", has_text=notebook).click()
         expect(formgrader.locator(".breadcrumb li.active")).to_have_text(notebook)
         expect(formgrader.locator("#main-table td.written-score")).to_have_text(re.compile(rf"^\s*{POINTS:g} / "))
+
+
+def test_teacher_opens_the_class_report(browser, lab, tmp_path):
+    """The class report (jaxgrader/grading/class_report.py) of the autograded lesson: the page opens,
+    its score plot is drawn (a decoded image, not a broken one) and every test has its row."""
+    from playwright.sync_api import expect
+
+    from jaxgrader.grading.class_report import write_reports
+
+    shots = tmp_path / "screenshots"
+    assignment, notebook = GRADED[0], GRADED[1]
+    source = nbformat.read(ROOT / "source" / assignment / f"{notebook}.ipynb", as_version=4)
+    tests = [c for c in source.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
+             and not c.metadata["nbgrader"].get("solution")]
+    report = next(p for p in write_reports(lab.course, [assignment]) if p.suffix == ".html")
+    with _page(browser, lab, shots) as page:
+        page.goto(report.as_uri())
+        plot = page.locator("img#score-plot")
+        expect(plot).to_be_visible()
+        page.wait_for_function("document.querySelector('img#score-plot').complete")
+        width, height = plot.evaluate("img => [img.naturalWidth, img.naturalHeight]")
+        assert width > 0 and height > 0, "the score plot did not render"
+        expect(page.locator("table#parts > tbody > tr")).to_have_count(1 + len(tests))
+        expect(page.locator("table#parts")).to_contain_text("Exercise 1:")
+        page.screenshot(path=str(shots / "08-teacher-class-report.png"), full_page=True)

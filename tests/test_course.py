@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 import subprocess
 import sys
@@ -29,10 +30,25 @@ def _jaxgrader(course, *args):
                           capture_output=True, text=True, timeout=900)
 
 
+# nbgrader's folders renamed: every path of a run must come from the configuration (format_path)
+LAYOUT = """
+c.CourseDirectory.submitted_directory = "incoming"
+c.CourseDirectory.autograded_directory = "marked"
+c.CourseDirectory.feedback_directory = "returned"
+"""
+
+
 def test_demo_grades_the_class(tmp_path):
+    """`jaxgrader demo` end to end, on a course whose nbgrader_config.py renames submitted/,
+    autograded/ and feedback/: submissions are written, graded and returned where nbgrader looks."""
     course = _course(tmp_path)
+    with open(course / "nbgrader_config.py", "a") as fh:
+        fh.write(LAYOUT)
     run = _jaxgrader(course, "demo", "-a", "lesson1")
     assert run.returncode == 0, run.stderr[-2000:]
+    assert not any((course / d).exists() for d in ("submitted", "autograded", "feedback"))
+    assert (course / "incoming" / "ada" / "lesson1" / "pure_functions.ipynb").is_file()
+    assert (course / "marked" / "ada" / "lesson1" / "pure_functions.ipynb").is_file()
     table = {line.split()[0]: line.split()[1:] for line in run.stdout.splitlines() if line[:3] in ("ada", "bo ", "cy ")}
     ada, bo, cy = (table[s][0] for s in ("ada", "bo", "cy"))
     got = {s: float(v.split("/")[0]) for s, v in (("ada", ada), ("bo", bo), ("cy", cy))}
@@ -45,8 +61,23 @@ def test_demo_grades_the_class(tmp_path):
         rows = list(csv.DictReader(fh))
     assert {r["student_id"] for r in rows} == {"ada", "bo", "cy"}
     for student in ("ada", "bo", "cy"):
-        assert (course / "feedback" / student / "lesson1" / "pure_functions.html").is_file()
+        assert (course / "returned" / student / "lesson1" / "pure_functions.html").is_file()
     assert not (course / ".grading" / "gradebook.db").exists(), "the working copy of the gradebook was left behind"
+    summary = {r["student"]: r for r in json.loads((course / "grading-summary.json").read_text())}
+    parts = [p for cell in summary["ada"]["cells"]["pure_functions"].values() for p in cell["parts"]]
+    assert parts and {p["evidence"] for p in parts} <= {"checked", "kernel"}
+    assert 0 <= summary["ada"]["kernel_points"] <= summary["ada"]["score"]
+
+
+def test_a_misspelt_setting_is_one_line_naming_it(tmp_path):
+    course = _course(tmp_path)
+    with open(course / "nbgrader_config.py", "a") as fh:
+        fh.write("\nc.JaxGrader.wokers = 2\n")
+    run = _jaxgrader(course, "grade", "-a", "lesson1")
+    assert run.returncode == 2
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "c.JaxGrader.wokers" in lines[0] and "nbgrader_config.py" in lines[0], lines
+    assert "workers" in lines[0].replace("wokers", "")  # the setting it probably meant
 
 
 def test_missing_source_folder_is_one_line_and_writes_nothing(tmp_path):
@@ -145,8 +176,8 @@ def test_a_plain_autograde_starts_the_reference_run_beside_the_submission(monkey
     runs = []
     real = verdict.execute_reference
     monkeypatch.setattr(verdict, "execute_reference", lambda nb, config, **kw: runs.append(1) or real(nb, config, **kw))
-    monkeypatch.setenv("JAXGRADER_SEED", "424242")  # a seed of its own: nothing cached by other tests
     config = load_config(ROOT)
+    config.JaxGrader.seed = 424242  # a seed of its own: nothing cached by other tests
     resources = {"nbgrader": {"notebook": "pure_functions", "assignment": "lesson1", "student": "x"}}
 
     verdict.StartReferenceRun(config=config).preprocess(None, resources)
@@ -160,3 +191,35 @@ def test_a_plain_autograde_starts_the_reference_run_beside_the_submission(monkey
     config.Verdict.references = {"pure_functions": {}}  # what jaxgrader grade hands over: nothing to start
     verdict.StartReferenceRun(config=config).preprocess(None, resources)
     assert _started_reference_runs() == []
+
+
+def test_grading_modules_import_each_other_without_a_cycle():
+    """Each module of jaxgrader/grading has one job; none needs a module that needs it back
+    (imports inside functions count: they are how cycles hide)."""
+    import ast
+
+    package = ROOT / "jaxgrader" / "grading"
+    names = {p.stem for p in package.glob("*.py")}
+    graph = {}
+    for path in package.glob("*.py"):
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                module = (node.module or "").split(".")
+                if node.level == 1:
+                    found |= {module[0]} if module[0] else {a.name for a in node.names}
+                elif module[:2] == ["jaxgrader", "grading"]:
+                    found |= {module[2]} if len(module) > 2 else {a.name for a in node.names}
+        graph[path.stem] = (found & names) - {path.stem}
+
+    def cycle_from(start, path=()):
+        for nxt in sorted(graph[start]):
+            if nxt in path:
+                return path[path.index(nxt):] + (start, nxt)
+            found = cycle_from(nxt, path + (start,))
+            if found:
+                return found
+        return None
+
+    for module in sorted(graph):
+        assert cycle_from(module) is None, " -> ".join(cycle_from(module))

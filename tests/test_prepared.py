@@ -15,7 +15,7 @@ import pytest
 from traitlets.config import Config
 
 from jaxgrader.grading import prepared
-from jaxgrader.grading.limits import RERUNS, LimitedExecute
+from jaxgrader.grading.limits import LimitedExecute, RunLog
 from jaxgrader.grading.sandbox import SandboxedKernelManager, check_sandbox
 
 from .test_sandbox import Kernel
@@ -38,18 +38,13 @@ def course(tmp_path_factory):
     root = tmp_path_factory.mktemp("course")
     (root / "gradebook.db").write_text("grades")
     (root / "autograded" / "me" / "ps1").mkdir(parents=True)
-    saved = os.environ.get("JAXGRADER_SEED")
-    os.environ["JAXGRADER_SEED"] = "99"
-    yield root
-    if saved is None:
-        os.environ.pop("JAXGRADER_SEED", None)
-    else:
-        os.environ["JAXGRADER_SEED"] = saved
+    return root
 
 
 def config(course, **settings) -> Config:
     c = Config()
     c.CourseDirectory.root = str(course)
+    c.JaxGrader.seed = 99
     c.SandboxedKernelManager.preload = PRELOAD
     for name, value in settings.items():
         setattr(c.SandboxedKernelManager, name, value)
@@ -172,11 +167,11 @@ def _execute(course, source: str, **settings):
     c = config(course, **settings)
     c.LimitedExecute.kernel_manager_class = SandboxedKernelManager
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
-    del RERUNS[:]
+    log = c.LimitedExecute.run_log = RunLog()
     ep = LimitedExecute(config=c, timeout=120)
     nb, _ = ep.preprocess(nb, {"metadata": {"path": str(course / "autograded" / "me" / "ps1"), "name": "nb"}})
     text = "".join(o.get("text", "") for o in nb.cells[0].outputs)
-    return text.strip(), list(RERUNS)
+    return text.strip(), list(log.reruns)
 
 
 def test_a_notebook_that_changes_what_imports_read_runs_again_fresh(course):

@@ -25,9 +25,9 @@ from nbclient import NotebookClient
 from traitlets.config import Config
 
 from jaxgrader.grading.limits import _MemoryWatchdog
-from jaxgrader.grading.sandbox import (COURSE_ITEMS, SYSTEM_PATH, SandboxedKernelManager,
-                                       _sweep_stale_dirs, check_sandbox, isolation_of, read_only_paths,
-                                       sandbox_command)
+from jaxgrader.grading.bwrap import SYSTEM_PATH, check_sandbox, read_only_paths, sandbox_command
+from jaxgrader.grading.kerneldirs import sweep_stale_dirs as _sweep_stale_dirs
+from jaxgrader.grading.sandbox import COURSE_ITEMS, SandboxedKernelManager, isolation_of
 
 from .conftest import ROOT
 
@@ -99,9 +99,9 @@ def course(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def host_env():
-    """A secret in the grader's environment, a fixed seed, and nbgrader's execution marker."""
-    saved = {k: os.environ.get(k) for k in (SECRET, "JAXGRADER_SEED", "NBGRADER_EXECUTION")}
-    os.environ.update({SECRET: "hunter2", "JAXGRADER_SEED": SEED, "NBGRADER_EXECUTION": "autograde"})
+    """A secret in the grader's environment, and nbgrader's execution marker (the seed is in course_config)."""
+    saved = {k: os.environ.get(k) for k in (SECRET, "NBGRADER_EXECUTION")}
+    os.environ.update({SECRET: "hunter2", "NBGRADER_EXECUTION": "autograde"})
     yield
     for k, v in saved.items():
         if v is None:
@@ -113,6 +113,7 @@ def host_env():
 def course_config(course: Path) -> Config:
     c = Config()
     c.CourseDirectory.root = str(course)
+    c.JaxGrader.seed = int(SEED)  # the run's seed travels in the configuration; the kernel gets it as JAXGRADER_SEED
     return c
 
 

@@ -105,14 +105,10 @@ def cluster(tmp_path_factory):
         c.close()
 
 
-@pytest.fixture(autouse=True)
-def _seed(monkeypatch):
-    monkeypatch.setenv("JAXGRADER_SEED", SEED)  # one seed for every run here: scores are comparable
-
-
 def _course(path: Path, db_url: str | None = None, students=STUDENTS) -> Path:
     path.mkdir(parents=True)
     config = (ROOT / "nbgrader_config.py").read_text()
+    config += f"\nc.JaxGrader.seed = {SEED}  # one seed for every run here: scores are comparable\n"
     if db_url:
         config += f"\nc.CourseDirectory.db_url = {db_url!r}\n"
     (path / "nbgrader_config.py").write_text(config)
@@ -314,7 +310,7 @@ def test_interrupted_dask_run_keeps_what_it_wrote(tmp_path, postgres, cluster):
     ledger = course / ".grading" / "ledger.json"
     proc = subprocess.Popen([sys.executable, "-m", "jaxgrader", "--root", str(course), "grade", "--no-feedback",
                              "--dask", cluster.address], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True, env={**os.environ, "JAXGRADER_SEED": SEED})
+                            start_new_session=True)
     deadline = time.monotonic() + 600
     while not ledger.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)

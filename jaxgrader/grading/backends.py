@@ -23,7 +23,8 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Iterator
 
-from .task import GRACE_S, error_record, grade_submission, one_line, warm_up
+from .records import Record, Shared, Task, one_line
+from .task import GRACE_S, grade_submission, warm_up
 
 MAX_ATTEMPTS = 3  # one run and at most two retries
 
@@ -83,7 +84,7 @@ class LocalBackend:
         for slot in self._slots:
             slot.ensure()
 
-    def run(self, tasks: list[dict], shared: dict[str, dict]) -> Iterator[dict]:
+    def run(self, tasks: list[Task], shared: dict[str, Shared]) -> Iterator[Record]:
         if not tasks:
             return
         self.start(len(tasks))
@@ -95,7 +96,7 @@ class LocalBackend:
                 for slot in self._slots:
                     if slot.task is None and queue:
                         task = queue.popleft()
-                        running[slot.submit(task, shared.get(task.get("shared")))] = slot
+                        running[slot.submit(task, shared[task.shared])] = slot
                 done, _ = wait(list(running), timeout=2.0, return_when=FIRST_COMPLETED)
                 for future in done:
                     slot = running.pop(future)
@@ -105,17 +106,17 @@ class LocalBackend:
                     except Exception as exc:  # the worker process died: BrokenProcessPool, or it was killed
                         reason = slot.death_reason or _died(exc)
                         slot.restart()
-                        key = (task["student"], task["assignment"])
+                        key = (task.student, task.assignment)
                         attempts[key] += 1
                         if attempts[key] >= MAX_ATTEMPTS:
-                            yield error_record(task, f"its grading process died {attempts[key]} times ({reason}); "
+                            yield Record.failed(task, f"its grading process died {attempts[key]} times ({reason}); "
                                                      "not retried again")
                         else:
                             queue.appendleft(task)
                         continue
-                    tries = attempts[(task["student"], task["assignment"])]
+                    tries = attempts[(task.student, task.assignment)]
                     if tries:
-                        record["notes"].append(f"graded on attempt {tries + 1} (an earlier grading process died)")
+                        record.notes.append(f"graded on attempt {tries + 1} (an earlier grading process died)")
                     yield record
                 for future, slot in running.items():
                     slot.kill_if_overdue()
@@ -137,7 +138,8 @@ class _Slot:
         self.context, self.cpus = context, cpus
         self.pool: ProcessPoolExecutor | None = None
         self.warm = None
-        self.task: dict | None = None
+        self.task: Task | None = None
+        self.limit_s = 3600.0
         self.started = 0.0
         self.death_reason = ""
 
@@ -147,9 +149,10 @@ class _Slot:
                                             initargs=(self.cpus,))
             self.warm = self.pool.submit(warm_up)
 
-    def submit(self, task: dict, shared: dict | None):
+    def submit(self, task: Task, shared: Shared):
         self.ensure()
         self.task, self.started, self.death_reason = task, time.monotonic(), ""
+        self.limit_s = float(shared.limit_s or 3600)
         return self.pool.submit(grade_submission, task, shared)
 
     def pid(self) -> int | None:
@@ -161,7 +164,7 @@ class _Slot:
         """Backstop for a process too stuck for its own watchdog (see task._Watchdog)."""
         if self.task is None:
             return
-        limit = float(self.task.get("limit_s") or 3600) + GRACE_S + 120
+        limit = self.limit_s + GRACE_S + 120
         if time.monotonic() - self.started > limit:
             self.death_reason = f"no answer in {limit:.0f} s; killed"
             self.kill()
@@ -268,7 +271,7 @@ class DaskBackend:
                 problems.append(f"Dask worker {worker} runs jaxgrader {got}, the coordinator {__version__}")
         return problems
 
-    def run(self, tasks: list[dict], shared: dict[str, dict]) -> Iterator[dict]:
+    def run(self, tasks: list[Task], shared: dict[str, Shared]) -> Iterator[Record]:
         import uuid
 
         from distributed import as_completed
@@ -289,8 +292,8 @@ class DaskBackend:
             while queue or in_flight:
                 while queue and len(in_flight) < max(1, self.threads()):
                     task = queue.popleft()
-                    key = f"jaxgrader-grade-{task['assignment']}-{task['student']}-{token}"
-                    future = self.client.submit(grade_submission, task, shared_futures.get(task.get("shared")),
+                    key = f"jaxgrader-grade-{task.assignment}-{task.student}-{token}"
+                    future = self.client.submit(grade_submission, task, shared_futures[task.shared],
                                                 key=key, retries=MAX_ATTEMPTS - 1, pure=False)
                     in_flight[key] = task
                     futures.append(future)
@@ -300,11 +303,11 @@ class DaskBackend:
                 try:
                     record = future.result()
                 except KilledWorker as exc:
-                    record = error_record(task, f"its Dask worker died {exc.allowed_failures + 1} times while grading "
+                    record = Record.failed(task, f"its Dask worker died {exc.allowed_failures + 1} times while grading "
                                                 f"it (last: {getattr(exc.last_worker, 'address', '?')}); "
                                                 "not retried again")
                 except Exception as exc:
-                    record = error_record(task, f"on Dask: {exc.__class__.__name__}: {exc}")
+                    record = Record.failed(task, f"on Dask: {exc.__class__.__name__}: {exc}")
                 yield record
         finally:
             self.client.cancel([f for f in futures if not f.done()] + list(shared_futures.values()))

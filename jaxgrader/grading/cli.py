@@ -4,7 +4,10 @@
     jaxgrader grade [-a A] [-s S]  # grade what is in submitted/ (new or changed submissions)
     jaxgrader grade --dask tcp://scheduler:8786   # ... on a Dask cluster
     jaxgrader release              # regenerate release/ from source/
+    jaxgrader publish              # point Colab badges and links at course_style.REPOSITORY/BRANCH
     jaxgrader trials lesson3       # grade the solution, the release and each wrong answer
+    jaxgrader report [-a A]        # the class report per assignment (reports/<assignment>.html, .csv)
+    jaxgrader export --format canvas|moodle|csv [-a A] [-o FILE]   # grades in an LMS's import format
 """
 
 from __future__ import annotations
@@ -15,7 +18,10 @@ import warnings
 from pathlib import Path
 
 from .config import CourseError, load_config, make_api
-from .course import assignments_in, format_table, generate, grade_class
+from .course import grade_class
+from .coursedir import assignments_in, coursedir_of, folder
+from .references import generate
+from .table import format_table
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,17 +43,28 @@ def main(argv: list[str] | None = None) -> int:
                        "(default: c.JaxGrader.dask_scheduler; see docs/scale-out.md)")
     grade.add_argument("--regrade", action="store_true",
                        help="grade every submission again, also those unchanged since they were last graded")
+    grade.add_argument("--seed", type=int, metavar="N",
+                       help="seed of the hidden tests' inputs, for a reproducible run (default: c.JaxGrader.seed, "
+                       "else a fresh one)")
     for p in (demo, grade):
         p.add_argument("--unsandboxed", action="store_true",
                        help="grade without the kernel sandbox (student code runs with your permissions)")
     release = sub.add_parser("release", help="regenerate release/ from source/ with nbgrader generate_assignment")
     release.add_argument("-a", "--assignment", action="append", help="only this assignment (repeatable)")
+    sub.add_parser("publish", help="point every Colab badge and cross-notebook link of notebooks/, source/ "
+                   "and release/ at the published repository (jaxgrader/course_style.py)")
     trials = sub.add_parser("trials", help="check an assignment's tests against its solution, "
                             "its release and its wrong answers (demo/wrong-answers/)")
     trials.add_argument("assignment")
     trials.add_argument("--only", action="append", help="only this trial student, e.g. wrong-NAME (repeatable)")
     trials.add_argument("--each", action="store_true",
                         help="one trial student per wrong answer (default: answers to different cells share one)")
+    report = sub.add_parser("report", help="write the class report (reports/<assignment>.html and .csv)")
+    report.add_argument("-a", "--assignment", action="append", help="only this assignment (repeatable)")
+    export = sub.add_parser("export", help="write grades in an LMS's gradebook import format")
+    export.add_argument("--format", required=True, choices=["canvas", "moodle", "csv"])
+    export.add_argument("-a", "--assignment", action="append", help="only this assignment (repeatable)")
+    export.add_argument("-o", "--output", type=Path, help="file to write (default: grades-<format>.csv here)")
     args = parser.parse_args(argv)
     root = args.root.resolve()
     try:
@@ -56,6 +73,20 @@ def main(argv: list[str] | None = None) -> int:
             chosen = args.assignment or assignments_in(root)
             generate(make_api(config), chosen)
             print(f"release/ regenerated for {', '.join(chosen)}")
+            return 0
+        if args.command in ("report", "export"):  # jaxgrader/grading/class_report.py, lms_export.py
+            from .class_report import write_reports
+            from .lms_export import export_grades as lms_export
+
+            done = (write_reports(root, args.assignment) if args.command == "report"
+                    else [lms_export(root, args.format, args.assignment, args.output)])
+            print("\n".join(str(p) for p in done))
+            return 0
+        if args.command == "publish":
+            from .publish import publish
+
+            changed = publish(root)
+            print(f"links published in {len(changed)} notebooks" + "".join(f"\n  {p.relative_to(root)}" for p in changed))
             return 0
         if args.command == "trials":
             return _trials(root, args.assignment, args.only, packed=not args.each)
@@ -68,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             results = grade_class(root, args.assignment, args.student, feedback=not args.no_feedback,
                                   workers=args.workers, dask=args.dask, unsandboxed=args.unsandboxed,
-                                  regrade=args.regrade)
+                                  regrade=args.regrade, seed=args.seed)
     except CourseError as exc:
         print(f"jaxgrader: {exc}", file=sys.stderr)
         return 2
@@ -77,7 +108,10 @@ def main(argv: list[str] | None = None) -> int:
               "`jaxgrader grade` grades the rest.", file=sys.stderr)
         return 130
     print(format_table(results))
-    print(f"\ngrades: {root / 'grades.csv'}   feedback: {root / 'feedback'}/")
+    print(f"\ngrades: {root / 'grades.csv'}   feedback: {folder(coursedir_of(load_config(root)), 'feedback')}/")
+    from .class_report import after_grading
+
+    print(after_grading(root, [r.assignment for r in results]))
     return 1 if any(r.status == "error" for r in results) else 0
 
 

@@ -13,6 +13,8 @@ from pathlib import Path
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
+from .settings import check_settings
+
 
 class CourseError(RuntimeError):
     """A problem with the course directory; the message is one line for the teacher."""
@@ -25,6 +27,10 @@ def load_config(root: Path, db_path: Path | None = None) -> Config:
     if not config_file.is_file():
         raise CourseError(f"{config_file}: missing (is {root} a course directory?)")
     config = PyFileConfigLoader(config_file.name, path=str(root)).load_config()
+    try:
+        check_settings(config, config_file)
+    except ValueError as exc:
+        raise CourseError(str(exc)) from None
     config.CourseDirectory.root = str(root)
     if db_path is not None:
         config.CourseDirectory.db_url = f"sqlite:///{Path(db_path).resolve()}"

@@ -14,7 +14,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from .course import assignments_in, source_notebooks
+from .config import load_config
+from .coursedir import assignments_in, coursedir_of, folder, source_notebooks
 from .notebooks import read_notebook, solutions_of, write_submission
 from .trials import wrong_answers
 
@@ -25,7 +26,7 @@ def answers_for(root: Path, assignment: str, notebook: str, student: str) -> dic
     """grade_id -> text typed by ``student``; None means 'submitted the release as is'."""
     if student == "bo":
         return None
-    source = read_notebook(Path(root) / "source" / assignment / f"{notebook}.ipynb")
+    source = read_notebook(folder(coursedir_of(load_config(root)), "source", ".", assignment) / f"{notebook}.ipynb")
     answers = solutions_of(source)
     if student == "cy":
         for wrong in wrong_answers(root, assignment):
@@ -37,13 +38,14 @@ def answers_for(root: Path, assignment: str, notebook: str, student: str) -> dic
 def write_demo_submissions(root: Path, assignments: list[str] | None = None) -> list[str]:
     """(Re)create ``submitted/<student>/<assignment>/`` for the demo students."""
     root = Path(root)
+    coursedir = coursedir_of(load_config(root))
     for student in DEMO_STUDENTS:
         for assignment in assignments or assignments_in(root):
-            folder = root / "submitted" / student / assignment
-            if folder.exists():
-                shutil.rmtree(folder)
-            folder.mkdir(parents=True)
+            where = folder(coursedir, "submitted", student, assignment)
+            if where.exists():
+                shutil.rmtree(where)
+            where.mkdir(parents=True)
             for notebook in source_notebooks(root, assignment):
-                write_submission(root / "release" / assignment, folder,
+                write_submission(folder(coursedir, "release", ".", assignment), where,
                                  {notebook: answers_for(root, assignment, notebook, student)})
     return list(DEMO_STUDENTS)

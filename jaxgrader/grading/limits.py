@@ -18,6 +18,7 @@ the sum passes the limit. Code inside the kernel cannot raise that limit.
 
 from __future__ import annotations
 
+import collections
 import copy
 import threading
 import time
@@ -26,17 +27,30 @@ import psutil
 from nbclient.exceptions import DeadKernelError
 from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Float, Integer
+from traitlets import Float, Instance, Integer
 from traitlets.utils.importstring import import_item
-
-from .seed import run_seed
 
 TIME_LIMIT_ENAME = "NotebookTimeLimit"
 OUTPUT_MESSAGES = {"stream", "display_data", "execute_result", "error", "update_display_data"}
 MEMORY_LIMIT_ENAME = "NotebookMemoryLimit"
-# Notebooks of this process run again in a fresh kernel (prepared kernels: sandbox.py), with why;
-# the grading task turns them into notes on the student's record.
-RERUNS: list[str] = []
+
+
+class RunLog:
+    """What LimitedExecute saw while running one submission's notebooks, for the grading task's record:
+    seconds spent executing, notebooks run again in a fresh kernel (with why), how kernels started.
+
+    Handed over explicitly, in the configuration (``c.LimitedExecute.run_log``), by whoever
+    runs nbgrader and reads it afterwards (:mod:`jaxgrader.grading.task`). Shared, not copied:
+    traitlets deep-copies configuration values into each preprocessor.
+    """
+
+    def __init__(self):
+        self.execute_seconds = 0.0
+        self.reruns: list[str] = []
+        self.kernels: collections.Counter = collections.Counter()  # "forked" / "fresh" (prepared kernels)
+
+    def __deepcopy__(self, memo):
+        return self
 
 
 def _error_output(ename: str, evalue: str) -> NotebookNode:
@@ -108,6 +122,8 @@ class LimitedExecute(Execute):
     max_output_mb = Float(
         8, help="Outputs (MiB) kept per notebook, a tenth of that per cell; later outputs are dropped with a note."
     ).tag(config=True)
+    run_log = Instance(RunLog, allow_none=True, help="Where to note execution seconds, reruns and kernel "
+                       "starts (set by the grading task; None: not noted).").tag(config=True)
 
     def __init__(self, **kw):
         super().__init__(**kw)
@@ -150,21 +166,25 @@ class LimitedExecute(Execute):
     def preprocess(self, nb, resources=None, km=None):
         """Run the notebook; again, in a fresh kernel, if its prepared kernel could not run it as a fresh
         one would (it changed an environment variable that imports done ahead of it had read)."""
-        fresh = copy.deepcopy(nb)
-        self._prepared, self._last_km = True, None
-        nb, resources = self._preprocess(nb, resources, km)
-        changed = getattr(self._last_km, "env_changed", "")
-        if not changed:
-            return nb, resources
-        path = (resources or {}).get("metadata", {}).get("name", "the notebook")
-        RERUNS.append(f"{path} ran again in a freshly started kernel: it set {changed}, which modules "
-                      "imported ahead of it had already read")
-        self.log.info(RERUNS[-1])
-        self._prepared = False
-        return self._preprocess(fresh, resources, km)
+        start = time.monotonic()
+        log = self.run_log if self.run_log is not None else RunLog()
+        try:
+            fresh = copy.deepcopy(nb)
+            self._prepared, self._last_km = True, None
+            nb, resources = self._preprocess(nb, resources, km, log)
+            changed = getattr(self._last_km, "env_changed", "")
+            if not changed:
+                return nb, resources
+            path = (resources or {}).get("metadata", {}).get("name", "the notebook")
+            log.reruns.append(f"{path} ran again in a freshly started kernel: it set {changed}, which modules "
+                              "imported ahead of it had already read")
+            self.log.info(log.reruns[-1])
+            self._prepared = False
+            return self._preprocess(fresh, resources, km, log)
+        finally:
+            log.execute_seconds += time.monotonic() - start
 
-    def _preprocess(self, nb, resources=None, km=None):
-        run_seed()  # drawn before the kernel starts: it inherits it, and the reference run uses it
+    def _preprocess(self, nb, resources, km, log: RunLog):
         self._output_bytes, self._cell_bytes, self._truncated = 0, {}, set()
         self._deadline = time.monotonic() + self.notebook_timeout
         self._cell_timeout = self.timeout
@@ -175,6 +195,9 @@ class LimitedExecute(Execute):
         finally:
             if self._watchdog is not None:
                 self._watchdog.stop()
+            started_as = getattr(self._last_km, "started_as", "")
+            if started_as:
+                log.kernels[started_as] += 1
 
     def _start_watchdog(self) -> None:
         if self._watchdog is not None or self.memory_limit_mb <= 0:

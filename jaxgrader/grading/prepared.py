@@ -29,7 +29,6 @@ with a zygote falls back to a fresh kernel for that notebook: slower, never diff
 
 from __future__ import annotations
 
-import collections
 import json
 import os
 import queue
@@ -41,12 +40,12 @@ from pathlib import Path
 
 import psutil
 
+from .kerneldirs import remove_tree
+
 REPLY_TIMEOUT_S = 20.0  # a fork or a reset; a zygote that takes longer is replaced
 START_TIMEOUT_S = 180.0  # imports, once per zygote (Keras takes a few seconds)
 MARKER = "env-changed"  # in the kernel's ipc directory: written by a kernel that changed an import-time variable
 
-# Submissions' kernels started by this process, "forked" or "fresh" (the grading task reports them)
-KERNELS: collections.Counter = collections.Counter()
 _launcher_queue: queue.Queue = queue.Queue()
 _launcher_lock = threading.Lock()
 _launcher_started = False
@@ -258,12 +257,10 @@ def _copy(source: str, target: str) -> None:
 
 def _empty(path: str) -> None:
     """Delete what is in ``path`` (also what a kernel made unreadable), keeping ``path`` itself."""
-    from .sandbox import _remove_tree
-
     for entry in os.listdir(path) if os.path.isdir(path) else ():
         full = os.path.join(path, entry)
         if os.path.isdir(full) and not os.path.islink(full):
-            _remove_tree(full)
+            remove_tree(full)
         else:
             try:
                 os.unlink(full)

@@ -11,29 +11,14 @@ Selected in ``nbgrader_config.py``::
 
     c.LimitedExecute.kernel_manager_class = "jaxgrader.grading.sandbox.SandboxedKernelManager"
 
-What the kernel sees: the system (``/usr``, ``/etc``, read-only), the Python
-environment it imports from (the interpreter, the venv, the ``jaxgrader``
-package, as the interpreter itself reports them: read-only, each bound on
-its own so that a venv inside the course directory does not expose the course), a fresh scratch directory (its only
-writable place: cwd, HOME, TMPDIR, IPython and Jupyter dirs), small private
-tmpfs ``/tmp`` and ``/dev/shm``, its own ``/proc`` and a minimal ``/dev``. It
-has no network (own network namespace), its own PID namespace (it sees only
-its own processes; all of them die with it), a cleared environment, resource
-limits (``prlimit``) and, when the grader is root, uid 65534 ("nobody").
+The command line (what is bound, the namespaces, the limits) is built in
+:mod:`jaxgrader.grading.bwrap`; kernels forked from a prepared process are
+:mod:`jaxgrader.grading.prepared`'s.
 
 It talks to the grader over ZeroMQ ``ipc`` sockets in a per-kernel directory
 (mode 0700, owned by the kernel's uid) bound at the same path; TCP on
 127.0.0.1 would not cross the network namespace, and only this kernel and the
 grader can open these sockets.
-
-When the grader runs as root, bubblewrap runs as root *without* a user
-namespace (only root can reach e.g. a pyenv Python under ``/root``, mode 0700,
-to bind it; so the namespaces are listed one by one instead of
-``--unshare-all``, which would add a user namespace mapping the kernel to host
-root) and ``setpriv`` drops the kernel to uid/gid 65534 with no capabilities
-inside the sandbox. A grader that is not root runs bubblewrap unprivileged in a
-user namespace (``--unshare-user --disable-userns``); the kernel keeps the
-grader's uid but sees only what is bound.
 
 ``isolation = "none"`` (``jaxgrader grade --unsandboxed``) starts the kernel
 unsandboxed but still with the clean environment, the fresh scratch directory
@@ -43,12 +28,8 @@ and the limits.
 from __future__ import annotations
 
 import atexit
-import functools
 import itertools
-import json
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 import weakref
@@ -57,251 +38,23 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, Dict, Enum, Integer, List, Unicode, default
 
+from .bwrap import (SYSTEM_PATH, check_sandbox, limits_command, python_roots, read_only_paths,  # noqa: F401
+                    sandbox_command)
+from . import gpu
+from .seed import ENV as SEED_ENV, seed_of
+from .kerneldirs import DIR_PREFIX, remove_tree, sweep_stale_dirs, sweep_stale_kernels  # noqa: F401
+
 KERNEL_UID = 0  # 0: each kernel gets a uid of its own from FIRST_KERNEL_UID up (when the grader is root)
 FIRST_KERNEL_UID, KERNEL_UIDS = 1_000_000, 1_000_000
 _next_uid = itertools.count(1)  # next() is atomic: kernels may start from several threads
-SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
-# Bound read-only (or re-created as the host's symlinks on merged-/usr systems).
-SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
-# Mount points the sandbox creates itself: never re-create or chmod them as bind parents.
-SANDBOX_MOUNTS = ("/", "/tmp", "/dev", "/proc")
-DIR_PREFIX = "jaxgrader-kernel-"
-# A grading task's scratch course (jaxgrader.grading.task): a submission, a gradebook copy.
-TASK_DIR_PREFIX = "jaxgrader-task-"
 # What nbgrader keeps in a course directory; never shown, even where the venv lives in the course.
+# (The course's configured names for them are hidden too: _course_paths.)
 COURSE_ITEMS = ("source", "release", "submitted", "autograded", "feedback", "gradebook.db", "nbgrader_config.py")
-
-
-def _within(path: str, parent: str) -> bool:
-    return path == parent or path.startswith(parent.rstrip("/") + "/")
-
-
-def _seed() -> str:
-    """The grading run's seed for hidden tests (jaxgrader.grading.seed), as a string."""
-    try:
-        from jaxgrader.grading.seed import run_seed
-    except ImportError:
-        return os.environ.get("JAXGRADER_SEED", "0")
-    return str(run_seed())
-
-
-# A Python kernel imports from its prefixes, sys.path and, for setuptools' editable
-# installs (`pip install -e .`: jaxgrader), from paths a meta-path finder maps.
-_ROOTS_SCRIPT = """
-import json, sys
-paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *sys.path]
-for finder in sys.meta_path:
-    module = sys.modules.get(getattr(finder, "__module__", None) or "")
-    paths += [p for p in getattr(module, "MAPPING", {}).values() if isinstance(p, str)]
-print(json.dumps(paths))
-"""
-
-
-@functools.lru_cache(maxsize=None)
-def python_roots(python: str) -> tuple[str, ...]:
-    """Directories the interpreter ``python`` imports from, asked from the interpreter itself.
-
-    Asked (once per process) rather than taken from the grader's own sys.path,
-    which holds the grader's cwd and whatever pytest or nbgrader added.
-    """
-    out = subprocess.run([python, "-c", _ROOTS_SCRIPT], cwd="/", capture_output=True, text=True,
-                         env={"PATH": SYSTEM_PATH, "HOME": "/nonexistent"}, check=True, timeout=60).stdout
-    paths = {os.path.realpath(python), *json.loads(out.strip().splitlines()[-1])}
-    return tuple(sorted(p for p in paths if p and os.path.isabs(p) and os.path.exists(p)))
-
-
-def _forms(path: str) -> set[str]:
-    return {os.path.abspath(path), os.path.realpath(path)}
-
-
-def read_only_paths(paths, *, roots=(), secret=()) -> tuple[list[str], list[str]]:
-    """Which of ``paths`` to bind read-only: (kept, refused).
-
-    Kept: existing paths outside the system dirs, none inside another. Refused:
-    a path that holds one of ``roots`` (the course directory: a venv inside the
-    course is fine, the course itself is not), that holds or lies in one of
-    ``secret`` (source/, submissions, the gradebook, the notebook's directory),
-    or that looks like a course itself (e.g. a copy graded elsewhere).
-    """
-    roots = {f for p in roots for f in _forms(p)}
-    secret = {f for p in secret for f in _forms(p)}
-    keep, refused = [], []
-    for path in sorted({f for p in paths for f in _forms(p)}, key=lambda p: (p.count("/"), p)):
-        if not os.path.exists(path) or any(_within(path, s) for s in SYSTEM_DIRS):
-            continue
-        if (any(_within(q, path) for q in roots | secret) or any(_within(path, q) for q in secret)
-                or any(os.path.exists(os.path.join(path, item)) for item in ("nbgrader_config.py", "gradebook.db"))):
-            refused.append(path)
-        elif not any(_within(path, k) for k in keep):
-            keep.append(path)
-    return keep, refused
-
-
-def sandbox_command(kernel_cmd: list[str], *, env: dict[str, str], ro: list[str], rw: list[str],
-                    dev: list[str] = (), chdir: str = "/", tmpfs_mb: int = 256, as_root: bool = True,
-                    uid: int = 65534, files=()) -> list[str]:
-    """The bubblewrap command line that runs ``kernel_cmd`` (see the module docstring)."""
-    args = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session",
-            "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-            "--hostname", "jaxgrader"]
-    if not as_root:  # unprivileged bwrap needs a user namespace; forbid nested ones
-        args += ["--unshare-user", "--disable-userns"]
-    for d in SYSTEM_DIRS:
-        if os.path.islink(d):
-            args += ["--symlink", os.readlink(d), d]
-        elif os.path.isdir(d):
-            args += ["--ro-bind", d, d]
-    size = str(tmpfs_mb * 2**20)
-    args += ["--proc", "/proc", "--dev", "/dev",
-             "--perms", "1777", "--size", size, "--tmpfs", "/tmp",
-             "--perms", "1777", "--size", size, "--tmpfs", "/dev/shm"]
-    # Parents of bind targets: world-searchable (bwrap would copy e.g. /root's 0700).
-    parents = sorted({str(p) for path in [*ro, *rw] for p in Path(path).parents
-                      if str(p) not in SANDBOX_MOUNTS and not any(_within(str(p), s) for s in SYSTEM_DIRS)},
-                     key=lambda p: p.count("/"))
-    for p in parents:
-        args += ["--perms", "0755", "--dir", p]
-    for p in ro:
-        args += ["--ro-bind", os.path.realpath(p), p]
-    for p in rw:
-        args += ["--bind", p, p]
-    for p in dev:
-        args += ["--dev-bind", p, p]
-    for source, target in files:  # single files over system ones, e.g. an /etc/passwd naming the kernel's uid
-        args += ["--ro-bind", source, target]
-    args += ["--chdir", chdir, "--clearenv"]
-    for name, value in env.items():
-        args += ["--setenv", name, value]
-    args.append("--")
-    if as_root:  # bwrap needed root to mount; the kernel gets none of it
-        args += [shutil.which("setpriv") or "setpriv", f"--reuid={uid}", f"--regid={uid}",
-                 "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--"]
-    return args + list(kernel_cmd)
-
-
-def limits_command(*, nproc: int, fsize_mb: int, cpu_s: int, as_mb: int) -> list[str]:
-    """``prlimit`` prefix: soft = hard limits, inherited by the sandbox and everything in it (0 = unlimited)."""
-    cmd = [shutil.which("prlimit") or "prlimit"]
-    for flag, value in (("nproc", nproc), ("fsize", fsize_mb * 2**20), ("cpu", cpu_s), ("as", as_mb * 2**20)):
-        if value > 0:
-            cmd.append(f"--{flag}={value}")
-    return cmd + ["--"]
-
-
-def _diagnose(error: str) -> str:
-    """One line saying why bubblewrap failed, with what the teacher can do."""
-    if "Unknown option" in error:
-        return f"bubblewrap is too old ({error}): jaxgrader needs bubblewrap 0.8 or newer (Debian 12's)"
-    if not any(s in error for s in ("not permitted", "Permission denied", "No permissions", "namespace")):
-        return f"bubblewrap failed: {error}"
-    seccomp = "\nSeccomp:\t2" in Path("/proc/self/status").read_text()
-    if seccomp or any(os.path.exists(p) for p in ("/.dockerenv", "/run/.containerenv")):
-        return (f"bubblewrap cannot create its namespaces here ({error}): this looks like a container, and "
-                "Docker's default seccomp profile (and, for a root grader, the missing CAP_SYS_ADMIN) blocks "
-                "bubblewrap (bubblewrap issue #505); grade outside the container or relax its seccomp profile")
-
-    def sysctl(name: str) -> str:
-        try:
-            return Path("/proc/sys", name).read_text().strip()
-        except OSError:
-            return ""
-    if os.geteuid() != 0 and (sysctl("user/max_user_namespaces") == "0"
-                              or sysctl("kernel/unprivileged_userns_clone") == "0"
-                              or sysctl("kernel/apparmor_restrict_unprivileged_userns") == "1"):
-        return (f"bubblewrap cannot create a user namespace ({error}): unprivileged user namespaces are "
-                "disabled on this machine (sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone "
-                "or kernel.apparmor_restrict_unprivileged_userns)")
-    return f"bubblewrap failed: {error}"
-
-
-@functools.lru_cache(maxsize=None)
-def check_sandbox() -> str:
-    """'' if a sandboxed command runs on this machine (tried once per process), else one line why not."""
-    if not shutil.which("bwrap"):
-        return "bubblewrap (bwrap) is not installed: install the Debian package bubblewrap"
-    for tool in ("prlimit", "setpriv"):
-        if not shutil.which(tool):
-            return f"{tool} is missing: install the Debian package util-linux"
-    with tempfile.TemporaryDirectory(prefix="jaxgrader-check-") as tmp:
-        os.chmod(tmp, 0o755)
-        cmd = limits_command(nproc=0, fsize_mb=1, cpu_s=10, as_mb=0) + sandbox_command(
-            ["true"], env={"PATH": SYSTEM_PATH}, ro=[], rw=[tmp], chdir=tmp, as_root=os.geteuid() == 0)
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd="/",
-                                  env={"PATH": SYSTEM_PATH})
-        except (OSError, subprocess.TimeoutExpired) as e:
-            return f"bubblewrap could not run: {e}"
-    if proc.returncode == 0:
-        return ""
-    return _diagnose((proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1])
 
 
 def isolation_of(km) -> str:
     """The isolation a kernel manager gives its kernel: 'bubblewrap' or 'none' (any other manager)."""
     return getattr(km, "isolation_used", "none")
-
-
-def _remove_tree(path: str) -> None:
-    """Delete a kernel directory, including what the student made unreadable (chmod 000)."""
-    if not os.path.lexists(path):
-        return
-    if os.geteuid() != 0:
-        subprocess.run(["chmod", "-R", "u+rwX", path], stderr=subprocess.DEVNULL, check=False)
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def _kill_sandbox_of(root: str) -> None:
-    """Kill whatever still runs from kernel directory ``root``: the bwrap that binds it, the kernel.
-
-    Normally nothing does: bwrap's ``--die-with-parent`` ends the sandbox with the
-    grader. But bubblewrap sets that (PR_SET_PDEATHSIG) only once it runs, so a grader
-    killed while it was starting a kernel leaves a sandbox whose parent is PID 1
-    (containers/bubblewrap#633), and a student's cell can keep burning CPU in it for
-    up to its RLIMIT_CPU. Such a sandbox is found by its command line (bwrap binds the
-    directory; the kernel reads its connection file from it) or its working directory;
-    killing the outer bwrap takes its PID namespace, so everything in it, along.
-    """
-    import psutil
-
-    marker = root.rstrip("/") + "/"
-    found = []
-    for proc in psutil.process_iter(["pid", "cmdline", "cwd"]):
-        info = proc.info
-        if info["pid"] == os.getpid():
-            continue
-        args = info.get("cmdline") or []
-        if any(a == root or a.startswith(marker) for a in args) or _within(info.get("cwd") or "", root):
-            try:
-                proc.kill()
-                found.append(proc)
-            except psutil.Error:
-                pass
-    psutil.wait_procs(found, timeout=10)
-
-
-def sweep_stale_kernels() -> None:
-    """Clean up after grader processes on this host that were killed: their sandboxes and directories."""
-    _sweep_stale_dirs(Path(tempfile.gettempdir()))
-
-
-def _sweep_stale_dirs(base: Path) -> None:
-    """Delete kernel and task directories of grader processes that died without cleaning up
-    (SIGKILL: a killed worker, an interrupted run), after killing any sandbox still running
-    from a kernel directory (see _kill_sandbox_of). A task directory holds a student's
-    submission and a gradebook copy: left behind, /tmp fills with them, run after run."""
-    for prefix in (DIR_PREFIX, TASK_DIR_PREFIX):
-        for d in base.glob(prefix + "*"):
-            try:
-                pid = int(d.name[len(prefix):].split("-")[0])
-                if d.lstat().st_uid != os.geteuid():
-                    continue
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                if prefix == DIR_PREFIX:
-                    _kill_sandbox_of(str(d))
-                _remove_tree(str(d))
-            except (ValueError, OSError):
-                continue
 
 
 class SandboxedKernelManager(AsyncKernelManager):
@@ -334,6 +87,11 @@ class SandboxedKernelManager(AsyncKernelManager):
                           "holding the course directory).").tag(config=True)
     extra_dev_binds = List(Unicode(), help="Devices to pass in, e.g. /dev/nvidia0, /dev/nvidiactl, "
                            "/dev/nvidia-uvm (missing ones are skipped).").tag(config=True)
+    gpu = Bool(False, help="Pass the host's NVIDIA GPU into every grading kernel (jaxgrader.grading.gpu): its "
+               "device nodes (--dev-bind), the driver's libraries outside /usr read-only, and "
+               "XLA_PYTHON_CLIENT_PREALLOCATE=false (kernels graded side by side share it). Off: kernels see "
+               "no GPU. Timing budgets for 'gpu' are not measured yet: the CPU's are used, with a warning "
+               "(docs/benchmarks.md).").tag(config=True)
     xla_flags = Unicode("", help="XLA_FLAGS of every grading kernel (and of the reference run beside it), "
                         "e.g. '--xla_backend_optimization_level=0': grading notebooks spend most of their time "
                         "compiling small programs, which LLVM's optimisations make slower to compile and hardly "
@@ -355,6 +113,8 @@ class SandboxedKernelManager(AsyncKernelManager):
                         "prepared process when ``preload`` names modules.")
     env_changed = Unicode("", help="After a prepared kernel shut down: the import-time environment variable "
                           "it changed (the notebook must run again in a fresh kernel), else ''.")
+    started_as = Unicode("", help="With use_prepared: how the kernel started, 'forked' or 'fresh' "
+                         "(LimitedExecute notes it for the grading task's timings).")
 
     @default("max_processes")
     def _default_max_processes(self) -> int:
@@ -403,10 +163,10 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     def _make_kernel_dir(self) -> None:
         base = Path(tempfile.gettempdir())
-        _sweep_stale_dirs(base)
+        sweep_stale_dirs(base)
         root = tempfile.mkdtemp(prefix=f"{DIR_PREFIX}{os.getpid()}-", dir=base)
         self._kernel_dir = root
-        self._finalizer = weakref.finalize(self, _remove_tree, root)
+        self._finalizer = weakref.finalize(self, remove_tree, root)
         uid = self._kernel_uid()
         for sub in ("scratch", "scratch/tmp", "ipc"):
             os.mkdir(os.path.join(root, sub), 0o700)
@@ -422,6 +182,8 @@ class SandboxedKernelManager(AsyncKernelManager):
         if self.xla_flags and assignment not in self.xla_defaults_for:
             env["XLA_FLAGS"] = self.xla_flags
         env.update({name: os.environ[name] for name in self.pass_env if name in os.environ})
+        if self.gpu:
+            env.update(gpu.KERNEL_ENV)
         env.update({
             "PATH": f"{python_bin}:{SYSTEM_PATH}",
             "HOME": scratch,
@@ -435,7 +197,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             "MPLCONFIGDIR": os.path.join(scratch, ".config/matplotlib"),
             "MPLBACKEND": "Agg",
             "PYTHONDONTWRITEBYTECODE": "1",
-            "JAXGRADER_SEED": _seed(),
+            SEED_ENV: str(seed_of(self.config)),
         })
         return env
 
@@ -444,8 +206,15 @@ class SandboxedKernelManager(AsyncKernelManager):
         (nbgrader runs in the course), with what nbgrader keeps in them, and the notebook's directory."""
         course = (self.config.get("CourseDirectory", {}) if self.config else {}).get("root")
         roots = [p for p in (course, os.getcwd()) if p]
-        secret = [os.path.join(r, item) for r in roots for item in COURSE_ITEMS]
+        secret = [os.path.join(r, item) for r in roots for item in COURSE_ITEMS + self._configured_items()]
         return roots, secret + ([notebook_dir] if notebook_dir else [])
+
+    def _configured_items(self) -> tuple[str, ...]:
+        """The course's own names for nbgrader's folders (``c.CourseDirectory.submitted_directory``, ...)."""
+        section = self.config.get("CourseDirectory", {}) if self.config else {}
+        return tuple(str(section[name]) for name in ("source_directory", "release_directory", "submitted_directory",
+                                                     "autograded_directory", "feedback_directory")
+                     if isinstance(section.get(name), str) and section[name])
 
     async def _async_pre_start_kernel(self, **kw):
         """Put the connection in a private ipc directory and wrap the kernel command in the sandbox
@@ -484,7 +253,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             return limits + cmd, {**kw, "env": env, "cwd": scratch}
         env = {**env, "JPY_PARENT_PID": "1"}  # its parent is bwrap's PID 1; also keeps ipykernel's console banner off
         sandbox = sandbox_command(cmd, env=env, ro=self._read_only(cmd[0], notebook_dir), rw=[scratch, ipc],
-                                  dev=[d for d in self.extra_dev_binds if os.path.exists(d)],
+                                  dev=self._dev_binds(),
                                   chdir=scratch, tmpfs_mb=self.tmpfs_mb, as_root=self._sandboxed_as_root(),
                                   uid=self._kernel_uid(),
                                   files=self._identity_files() if self._sandboxed_as_root() else ())
@@ -492,10 +261,16 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     def _read_only(self, python: str, notebook_dir: str | None) -> list[str]:
         roots, secret = self._course_paths(notebook_dir)
-        ro, refused = read_only_paths([*python_roots(python), *self.extra_ro_binds], roots=roots, secret=secret)
+        gpu_libraries = gpu.driver_library_dirs() if self.gpu else []
+        ro, refused = read_only_paths([*python_roots(python), *self.extra_ro_binds, *gpu_libraries],
+                                      roots=roots, secret=secret)
         for path in refused:
             self.log.warning("sandbox: not showing %s to the kernel: it would expose the course directory", path)
         return ro
+
+    def _dev_binds(self) -> list[str]:
+        """Device nodes passed in: ``extra_dev_binds`` that exist, and the GPU's when ``gpu`` is on."""
+        return [*[d for d in self.extra_dev_binds if os.path.exists(d)], *(gpu.device_nodes() if self.gpu else [])]
 
     # ------------------------------------------------------------------ prepared kernels
 
@@ -515,7 +290,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         python = self._kernel_python()
         key = (python, self._sandboxed_as_root(), self.max_processes, self.max_file_size_mb, self.cpu_time_s,
                self.address_space_mb, self.tmpfs_mb, tuple(self._read_only(python, notebook_dir)),
-               tuple(d for d in self.extra_dev_binds if os.path.exists(d)), tuple(self.preload),
+               tuple(self._dev_binds()), self.gpu, tuple(self.preload),
                tuple(sorted(self.kernel_env.items())))
 
         def make():
@@ -523,7 +298,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             self._make_kernel_dir()
             self._finalizer.detach()  # the zygote outlives this manager; its directory goes with the process
             zygote = prepared.Zygote(self._kernel_dir, self._kernel_uid())
-            atexit.register(_remove_tree, zygote.root)
+            atexit.register(remove_tree, zygote.root)
             return zygote
         saved = self._kernel_dir, self._uid, self._finalizer
         zygote = prepared.lease(key, make)
@@ -545,11 +320,11 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
         """Fork a prepared kernel when ``_async_pre_start_kernel`` chose to; if that fails, start it fresh."""
-        from .prepared import KERNELS, Incompatible, ZygoteError
+        from .prepared import Incompatible, ZygoteError
 
         if self._fork is None:
             if self.use_prepared:
-                KERNELS["fresh"] += 1
+                self.started_as = "fresh"
             return await super()._async_launch_kernel(kernel_cmd, **kw)
         import importlib.util
 
@@ -571,9 +346,9 @@ class SandboxedKernelManager(AsyncKernelManager):
             self._fork = None
             env = {k: v for k, v in env.items() if k not in ("JPY_PARENT_PID", "PWD")}
             kernel_cmd, kw = self._wrap(cmd, kw, env, notebook_dir)
-            KERNELS["fresh"] += 1
+            self.started_as = "fresh"
             return await super()._async_launch_kernel(kernel_cmd, **kw)
-        KERNELS["forked"] += 1
+        self.started_as = "forked"
         provisioner = self.provisioner
         provisioner.process, provisioner.pid, provisioner.pgid = process, process.pid, None
         provisioner.cwd = zygote.scratch

@@ -1,10 +1,12 @@
 """Grade one submission as a pure task: everything in, one record out.
 
-:func:`grade_submission` takes a plain dict (the submission's notebooks plus what
-the course needs: its ``nbgrader_config.py`` text, an SQLite gradebook in which
-``generate_assignment`` already ran, the reference run's reports, the seed) and
-returns a plain dict: scores per cell and notebook, the autograded notebooks,
-notes, flags, timings, the isolation the kernel had, or a one-line error.
+:func:`grade_submission` takes a :class:`~jaxgrader.grading.records.Task` (the
+submission's notebooks) and its assignment's :class:`~jaxgrader.grading.records.Shared`
+payload (the course's ``nbgrader_config.py`` text, an SQLite gradebook in which
+``generate_assignment`` already ran, the reference run's reports, the seed) and returns
+a :class:`~jaxgrader.grading.records.Record`: scores per cell and notebook, the
+autograded notebooks, notes, flags, timings, the isolation the kernel had, or a
+one-line error.
 
 It builds a private course directory in a temporary folder, runs nbgrader's own
 ``NbGraderAPI.autograde`` there (the course's preprocessors, so the points are
@@ -13,9 +15,8 @@ private gradebook, and deletes the folder. It never touches the course's
 gradebook and needs no shared file system, so it runs in a local process pool or
 on any Dask worker that has the course's environment (and bubblewrap). The
 coordinator (:mod:`jaxgrader.grading.course`) is the only writer of the real
-gradebook.
-
-Both the task and its record are picklable and made of JSON types only.
+gradebook. The seed and the execution log travel in the private course's
+configuration (``c.JaxGrader.seed``, ``c.LimitedExecute.run_log``), not in globals.
 """
 
 from __future__ import annotations
@@ -31,20 +32,19 @@ import time
 import warnings
 from pathlib import Path
 
+from .records import MAX_MESSAGE, Record, Shared, Task, one_line  # noqa: F401  (one_line: imported from here)
+
 LIMIT_ERRORS = ("NotebookTimeLimit", "NotebookMemoryLimit", "DeadKernelError", "CellTimeoutError")
 
 # Caps on what a record carries back (the coordinator holds records in memory,
 # Dask ships them over the network). Autograded notebooks are output-capped by
 # LimitedExecute already; their size is the submission's (<= 64 MiB) plus that.
 MAX_NOTEBOOK_CHARS = 80 * 2**20
-MAX_MESSAGE = 500
 MAX_LINES = 20
 MAX_PARTS = 50
 GRACE_S = 60.0  # after the hard limit: kernels killed; this much later, the process itself exits
 
-_LOCK = threading.Lock()  # one grading per process at a time: the seed and nbgrader's settings are process-wide
-_EXECUTE_SECONDS: list[float] = []
-_TIMED: dict[type, type] = {}
+_LOCK = threading.Lock()  # one grading per process at a time: nbgrader's apps and the watchdog are per process
 
 
 # --------------------------------------------------------------------------- hashes
@@ -68,42 +68,7 @@ def submission_hash(assignment_hash: str, notebooks: dict[str, str], timestamp: 
     return digest(*parts)
 
 
-# --------------------------------------------------------------------------- records
-
-
-def one_line(text: str, limit: int = MAX_MESSAGE) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def new_record(task: dict) -> dict:
-    return {
-        "student": task["student"],
-        "assignment": task["assignment"],
-        "hash": task.get("hash", ""),
-        "status": "error",
-        "error": "",
-        "score": 0.0,
-        "max_score": 0.0,
-        "scores": {},  # notebook -> {score, max_score}
-        "cells": {},  # notebook -> grade_id -> {score, max_score, message, parts}
-        "notebooks": {},  # notebook -> autograded notebook, JSON text
-        "notes": [],
-        "flags": [],
-        "isolation": task.get("isolation", "none"),
-        "timings": {},
-        "host": socket.gethostname(),
-        "pid": os.getpid(),
-    }
-
-
-def error_record(task: dict, reason: str) -> dict:
-    """A record for a submission that could not be graded (the backend gave up on it)."""
-    record = new_record(task)
-    record["error"] = one_line(reason)
-    record["host"] = ""
-    record["pid"] = 0
-    return record
+# --------------------------------------------------------------------------- notes
 
 
 def limit_notes(autograded: Path) -> list[str]:
@@ -131,42 +96,6 @@ def _why(result: dict) -> str:
             return one_line(line.split("]", 1)[1])
     text = (result.get("error") or "").strip().splitlines()
     return one_line(text[-1] if text else "no message")
-
-
-# --------------------------------------------------------------------------- execution timing
-
-
-def _timed(cls):
-    """A subclass of the configured Execute preprocessor that only times its runs."""
-    if cls in _TIMED:
-        return _TIMED[cls]
-
-    class Timed(cls):
-        def preprocess(self, nb, resources=None, km=None):
-            start = time.monotonic()
-            try:
-                return super().preprocess(nb, resources, km)
-            finally:
-                _EXECUTE_SECONDS.append(time.monotonic() - start)
-
-    Timed.__name__ = Timed.__qualname__ = f"Timed{cls.__name__}"
-    _TIMED[cls] = Timed
-    return Timed
-
-
-def _time_execution(config) -> None:
-    """Swap the Execute step of ``config``'s autograde preprocessors for a timed subclass (same behaviour)."""
-    from nbgrader.preprocessors import Execute
-    from traitlets.utils.importstring import import_item
-
-    steps = config.Autograde.get("autograde_preprocessors")
-    if not steps:
-        return
-    out = []
-    for step in steps:
-        cls = import_item(step) if isinstance(step, str) else step
-        out.append(_timed(cls) if isinstance(cls, type) and issubclass(cls, Execute) else step)
-    config.Autograde.autograde_preprocessors = out
 
 
 # --------------------------------------------------------------------------- the hard limit
@@ -208,113 +137,100 @@ class _Watchdog(threading.Thread):
 # --------------------------------------------------------------------------- the task
 
 
-def grade_submission(task: dict, shared: dict | None = None) -> dict:
-    """Autograde one submission in a private course directory; return its record (never raises).
-
-    ``task`` holds: student, assignment, notebooks {name: submitted JSON text},
-    timestamp (text of timestamp.txt or None), hash; and, unless passed once per
-    assignment as ``shared``: config_text, template_gradebook (bytes), references
-    {notebook: {grade_id: [reports]}} or None, seed, isolation ("bubblewrap" or
-    "none"), limit_s (hard limit for the whole submission).
-    """
-    if shared:
-        task = {**shared, **task}
+def grade_submission(task: Task, shared: Shared) -> Record:
+    """Autograde one submission in a private course directory; return its record (never raises)."""
     # nbgrader 0.9 trips SQLAlchemy's autoflush warnings on every autograde; they are nobody's concern
     warnings.filterwarnings("ignore", message=".*not in session.*")
     start = time.monotonic()
-    record = new_record(task)
+    record = Record.of(task, shared.isolation)
     with _LOCK:
         waited = time.monotonic() - start
-        watchdog = _Watchdog(float(task.get("limit_s") or 3600))
+        watchdog = _Watchdog(float(shared.limit_s or 3600))
         watchdog.start()
         try:
-            _grade(task, record)
+            _grade(task, shared, record)
         except Exception as exc:  # the record says what went wrong; the run goes on
-            record["status"] = "error"
-            record["error"] = one_line(f"{exc.__class__.__name__}: {exc}")
+            record.status = "error"
+            record.error = one_line(f"{exc.__class__.__name__}: {exc}")
         finally:
             watchdog.stop()
         if watchdog.fired:
-            record["notes"].append(f"grading passed its hard limit of {watchdog.limit_s:.0f} s: "
-                                   "its kernels were killed")
-    record["timings"]["total"] = round(time.monotonic() - start, 3)
+            record.notes.append(f"grading passed its hard limit of {watchdog.limit_s:.0f} s: "
+                                "its kernels were killed")
+    record.timings["total"] = round(time.monotonic() - start, 3)
     if waited > 0.01:
-        record["timings"]["waiting"] = round(waited, 3)
+        record.timings["waiting"] = round(waited, 3)
     return _capped(record)
 
 
-def _grade(task: dict, record: dict) -> None:
+def _grade(task: Task, shared: Shared, record: Record) -> None:
     import nbformat
 
     from .config import load_config, make_api
-    from .limits import RERUNS
-    from .prepared import KERNELS
+    from .coursedir import coursedir_of, folder
+    from .kerneldirs import TASK_DIR_PREFIX
+    from .limits import RunLog
     from .preprocessors import flags_of
-    from .seed import ENV as SEED_ENV
 
-    student, assignment = task["student"], task["assignment"]
-    timings = record["timings"]
+    student, assignment = task.student, task.assignment
+    timings = record.timings
     t0 = time.monotonic()
 
-    for name, text in sorted(task["notebooks"].items()):
+    for name, text in sorted(task.notebooks.items()):
         try:
             flags = flags_of(nbformat.reads(text, as_version=4))
         except Exception:  # the coordinator checked it; nbgrader reports what is wrong
             flags = []
-        record["flags"] += [f"{name}.ipynb {flag}" for flag in flags]
-
-    from .sandbox import TASK_DIR_PREFIX
+        record.flags += [f"{name}.ipynb {flag}" for flag in flags]
 
     # named after this process: if it is killed, the next sweep on the host removes the directory
     tmp = Path(tempfile.mkdtemp(prefix=f"{TASK_DIR_PREFIX}{os.getpid()}-"))
     try:
-        (tmp / "nbgrader_config.py").write_text(task["config_text"], encoding="utf-8")
+        (tmp / "nbgrader_config.py").write_text(shared.config_text, encoding="utf-8")
         db_path = tmp / "gradebook.db"
-        db_path.write_bytes(task["template_gradebook"])
+        db_path.write_bytes(shared.template_gradebook)
         config = load_config(tmp, db_path)
-        isolation = _isolation(config, task.get("isolation", "bubblewrap"))
-        record["isolation"] = isolation
+        isolation = _isolation(config, shared.isolation)
+        record.isolation = isolation
         if isolation == "bubblewrap":
-            from .sandbox import check_sandbox
+            from .bwrap import check_sandbox
 
             reason = check_sandbox()
             if reason:
-                record["error"] = one_line(f"cannot sandbox the kernel on {socket.gethostname()}: {reason}")
+                record.error = one_line(f"cannot sandbox the kernel on {socket.gethostname()}: {reason}")
                 return
-        if task.get("references") is not None:
-            config.Verdict.references = task["references"]
-        _time_execution(config)
-        folder = tmp / "submitted" / student / assignment
-        folder.mkdir(parents=True)
-        for name, text in task["notebooks"].items():
-            (folder / f"{name}.ipynb").write_text(text, encoding="utf-8")
-        if task.get("timestamp"):
-            (folder / "timestamp.txt").write_text(task["timestamp"], encoding="utf-8")
-        if task.get("seed") is not None:
-            os.environ[SEED_ENV] = str(task["seed"])
+        if shared.references is not None:
+            config.Verdict.references = shared.references
+        config.JaxGrader.seed = shared.seed
+        log = config.LimitedExecute.run_log = RunLog()
+        coursedir = coursedir_of(config)
+        submitted = folder(coursedir, "submitted", student, assignment)
+        submitted.mkdir(parents=True)
+        for name, text in task.notebooks.items():
+            (submitted / f"{name}.ipynb").write_text(text, encoding="utf-8")
+        if task.timestamp:
+            (submitted / "timestamp.txt").write_text(task.timestamp, encoding="utf-8")
         api = make_api(config)
         timings["setup"] = round(time.monotonic() - t0, 3)
 
-        del _EXECUTE_SECONDS[:], RERUNS[:]
-        KERNELS.clear()
         t1 = time.monotonic()
         result = api.autograde(assignment, student, force=True, create=True)
-        record["notes"] += [one_line(note) for note in RERUNS]
-        for kind, count in KERNELS.items():  # how this submission's kernels started (prepared kernels)
+        record.notes += [one_line(note) for note in log.reruns]
+        for kind, count in log.kernels.items():  # how this submission's kernels started (prepared kernels)
             timings[f"kernels_{kind}"] = count
         timings["autograde"] = round(time.monotonic() - t1, 3)
-        if _EXECUTE_SECONDS:
-            timings["execute"] = round(sum(_EXECUTE_SECONDS), 3)
+        if log.execute_seconds:
+            timings["execute"] = round(log.execute_seconds, 3)
         if not result["success"]:
-            record["error"] = "nbgrader autograde failed: " + _why(result)
+            record.error = "nbgrader autograde failed: " + _why(result)
             return
 
         t2 = time.monotonic()
-        out_dir = tmp / "autograded" / student / assignment
+        out_dir = folder(coursedir, "autograded", student, assignment)
         _read_back(config.CourseDirectory.db_url, assignment, student, out_dir, record)
-        record["notes"] += limit_notes(out_dir)
+        record.notes += limit_notes(out_dir)
         timings["read_back"] = round(time.monotonic() - t2, 3)
-        record["status"] = "graded"
+        record.status = "graded"
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -329,7 +245,7 @@ def _isolation(config, wanted: str) -> str:
     return wanted
 
 
-def _read_back(db_url: str, assignment: str, student: str, out_dir: Path, record: dict) -> None:
+def _read_back(db_url: str, assignment: str, student: str, out_dir: Path, record: Record) -> None:
     """Scores from the private gradebook; messages and parts from the autograded notebooks."""
     import nbformat
     from nbgrader.api import Gradebook
@@ -339,39 +255,44 @@ def _read_back(db_url: str, assignment: str, student: str, out_dir: Path, record
     with Gradebook(db_url) as gb:
         submission = gb.find_submission(assignment, student)
         for nb in submission.notebooks:
-            record["scores"][nb.name] = {"score": float(nb.score), "max_score": float(nb.max_score)}
-            record["cells"][nb.name] = {
+            record.scores[nb.name] = {"score": float(nb.score), "max_score": float(nb.max_score)}
+            record.cells[nb.name] = {
                 g.name: {"score": float(g.score or 0.0), "max_score": float(g.max_score or 0.0),
                          "auto_score": None if g.auto_score is None else float(g.auto_score),
                          "needs_manual_grade": bool(g.needs_manual_grade), "message": "", "parts": []}
                 for g in nb.grades
             }
-        record["score"], record["max_score"] = float(submission.score), float(submission.max_score)
-    for name in record["scores"]:
+        record.score, record.max_score = float(submission.score), float(submission.max_score)
+    for name in record.scores:
         path = out_dir / f"{name}.ipynb"
         text = path.read_text(encoding="utf-8")
-        record["notebooks"][name] = text
+        record.notebooks[name] = text
         nb = nbformat.reads(text, as_version=4)
         for cell in nb.cells:
             gid = (cell.get("metadata", {}).get("nbgrader", {}) or {}).get("grade_id")
-            entry = record["cells"][name].get(gid)
+            entry = record.cells[name].get(gid)
             if entry is None or cell.cell_type != "code":
                 continue
             errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
             if errors:
                 entry["message"] = one_line(f"{errors[0].get('ename', 'Error')}: {errors[0].get('evalue', '')}")
             entry["parts"] = [{"name": one_line(p.get("name", ""), 200), "passed": bool(p.get("passed")),
-                               "message": one_line(p.get("message", ""), 300)}
+                               "message": one_line(p.get("message", ""), 300), "evidence": _evidence(p)}
                               for p in parts_of(cell)[:MAX_PARTS] if isinstance(p, dict)]
 
 
-def _capped(record: dict) -> dict:
+def _evidence(part: dict) -> str:
+    """"kernel" for a part the student's kernel measured (the verdict says so), else "checked"."""
+    return "kernel" if part.get("evidence") == "kernel" else "checked"
+
+
+def _capped(record: Record) -> Record:
     """Bound what the record carries: lines, and notebooks (outputs of non-test cells go first)."""
-    record["notes"] = [one_line(n, 300) for n in record["notes"][:MAX_LINES]]
-    extra = len(record["flags"]) - MAX_LINES
-    record["flags"] = [one_line(f, 300) for f in record["flags"][:MAX_LINES]] + (
+    record.notes = [one_line(n, 300) for n in record.notes[:MAX_LINES]]
+    extra = len(record.flags) - MAX_LINES
+    record.flags = [one_line(f, 300) for f in record.flags[:MAX_LINES]] + (
         [f"... and {extra} more flagged cells"] if extra > 0 else [])
-    for name, text in list(record["notebooks"].items()):
+    for name, text in list(record.notebooks.items()):
         if len(text) <= MAX_NOTEBOOK_CHARS:
             continue
         import nbformat
@@ -383,12 +304,12 @@ def _capped(record: dict) -> dict:
                 cell.outputs = []
         text = nbformat.writes(nb)
         if len(text) > MAX_NOTEBOOK_CHARS:
-            record.update(status="error", notebooks={},
-                          error=f"{name}.ipynb: the autograded notebook is larger than "
-                                f"{MAX_NOTEBOOK_CHARS // 2**20} MiB even without outputs")
+            record.status, record.notebooks = "error", {}
+            record.error = (f"{name}.ipynb: the autograded notebook is larger than "
+                            f"{MAX_NOTEBOOK_CHARS // 2**20} MiB even without outputs")
             return record
-        record["notebooks"][name] = text
-        record["notes"].append(f"{name}.ipynb: outputs of non-test cells dropped (notebook over "
+        record.notebooks[name] = text
+        record.notes.append(f"{name}.ipynb: outputs of non-test cells dropped (notebook over "
                                f"{MAX_NOTEBOOK_CHARS // 2**20} MiB)")
     return record
 
@@ -400,7 +321,7 @@ def warm_up() -> int:
     from nbgrader.apps import NbGraderAPI  # noqa: F401
 
     from . import limits, preprocessors, verdict  # noqa: F401
-    from .sandbox import sweep_stale_kernels
+    from .kerneldirs import sweep_stale_kernels
 
     sweep_stale_kernels()  # a worker that replaces a killed one cleans up after it at once
     return os.getpid()

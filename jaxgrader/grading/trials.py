@@ -7,7 +7,9 @@ For one assignment this builds, in a scratch copy of the course:
 * ``wrong-<name>``: the instructor's answers with one cell replaced by a
   wrong-but-plausible answer from ``demo/wrong-answers/<assignment>.toml``.
 
-and autogrades them all with ``nbgrader autograde``. The test suite then
+and grades them all as one class run of that scratch course: the same tasks, the same
+gradebook writer and the same verdict as ``jaxgrader grade`` (:func:`grade_class`), so
+the trials test the path teachers run. The test suite then
 checks that the solution earns every auto-graded point, the release none, and
 each wrong answer loses the points of exactly the test cells it names in
 ``fails`` and no others.
@@ -43,17 +45,13 @@ A wrong-answers file looks like::
 from __future__ import annotations
 
 import dataclasses
-import json
-import multiprocessing
-import os
 import shutil
 import tomllib
 from pathlib import Path
 
 from .config import load_config, make_api
-from .course import source_notebooks
+from .coursedir import Course, coursedir_of, folder, source_notebooks
 from .notebooks import autograded_tests, read_notebook, solutions_of, write_submission
-from .seed import run_seed
 
 
 def wrong_answers(root: Path, assignment: str) -> list[dict]:
@@ -85,32 +83,15 @@ class TrialResult:
         return {gid for scores in self.scores.values() for gid, pts in scores.items() if pts == 0}
 
 
-def scratch_course(root: Path, dest: Path, assignment: str, references: dict | None = None) -> Path:
-    """Copy what grading needs (config, source/<assignment>) into ``dest``.
-
-    ``references`` (notebook -> grade_id -> reports), when given, are the reference
-    run's reports: every scratch course uses them instead of running its own.
-    """
+def scratch_course(root: Path, dest: Path, assignment: str) -> Path:
+    """Copy what grading needs (config, the assignment's source folder) into ``dest``."""
     root, dest = Path(root), Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copy2(root / "nbgrader_config.py", dest / "nbgrader_config.py")
-    shutil.copytree(root / "source" / assignment, dest / "source" / assignment, dirs_exist_ok=True)
-    if references is not None:
-        (dest / "references.json").write_text(json.dumps(references))
-        with open(dest / "nbgrader_config.py", "a") as fh:
-            fh.write("\n# trials: the reference run's reports, computed once for every trial course\n"
-                     "import json as _json\n"
-                     f"c.Verdict.references = _json.loads(open({str(dest / 'references.json')!r}).read())\n")
-    return dest
-
-
-def reference_of(root: Path, assignment: str) -> dict:
-    """notebook -> the reference run's reports, with this process's seed (one run per notebook)."""
-    from .verdict import reference_reports
-
     config = load_config(root)
-    return {nb: reference_reports(Path(root) / "source" / assignment / f"{nb}.ipynb", config)
-            for nb in source_notebooks(root, assignment)}
+    shutil.copytree(folder(coursedir_of(config), "source", ".", assignment),
+                    folder(coursedir_of(load_config(dest)), "source", ".", assignment), dirs_exist_ok=True)
+    return dest
 
 
 def shared_tests(root: Path, assignment: str) -> set[str]:
@@ -159,8 +140,8 @@ def trial_students(root: Path, assignment: str, packed: bool = True
                    ) -> tuple[dict[str, dict[str, dict[str, str] | None]], dict[str, list[dict]]]:
     """(student -> notebook -> answers (None = release as is), student -> the wrong answers it holds)."""
     notebooks = source_notebooks(root, assignment)
-    solutions = {nb: solutions_of(read_notebook(Path(root) / "source" / assignment / f"{nb}.ipynb"))
-                 for nb in notebooks}
+    source = folder(coursedir_of(load_config(root)), "source", ".", assignment)
+    solutions = {nb: solutions_of(read_notebook(source / f"{nb}.ipynb")) for nb in notebooks}
     students: dict[str, dict[str, dict[str, str] | None]] = {
         "solution": dict(solutions),
         "release": {nb: None for nb in notebooks},
@@ -182,59 +163,16 @@ def trial_students(root: Path, assignment: str, packed: bool = True
     return students, holds
 
 
-def _grade_share(root: str, assignment: str, workdir: str, students: dict,
-                 references: dict | None = None, seed: int | None = None) -> dict[str, TrialResult]:
-    """One worker: a scratch course of its own (own gradebook), grading its share of students."""
-    from nbgrader.api import Gradebook
-
-    from .verdict import stopped_part
-
-    import warnings
-
-    # nbgrader 0.9 trips SQLAlchemy's autoflush warnings on every autograde (as in `jaxgrader grade`).
-    warnings.filterwarnings("ignore", message=".*not in session.*")
-    if seed is not None:
-        os.environ["JAXGRADER_SEED"] = str(seed)
-    course = scratch_course(Path(root), Path(workdir), assignment, references)
-    config = load_config(course, course / "gradebook.db")
-    api = make_api(config)
-    result = api.generate_assignment(assignment, force=True, create=True)
-    if not result["success"]:
-        raise RuntimeError(f"generate_assignment {assignment} failed:\n{result.get('error') or result.get('log')}")
-    for student, notebooks in students.items():
-        write_submission(course / "release" / assignment, course / "submitted" / student / assignment, notebooks)
-
-    out: dict[str, TrialResult] = {}
-    db_url = config.CourseDirectory.db_url
-    for student in students:
-        graded = api.autograde(assignment, student, force=True, create=True)
-        if not graded["success"]:
-            out[student] = TrialResult(student, {}, graded.get("error") or graded.get("log") or "failed")
-            continue
-        per_nb, visible = {}, set()
-        with Gradebook(db_url) as gb:
-            for nb_name in students[student]:
-                source = read_notebook(course / "source" / assignment / f"{nb_name}.ipynb")
-                per_nb[nb_name] = {
-                    gid: float(gb.find_grade(gid, nb_name, assignment, student).auto_score or 0.0)
-                    for gid in autograded_tests(source)
-                }
-                graded = read_notebook(course / "autograded" / student / assignment / f"{nb_name}.ipynb")
-                visible |= {c.metadata.nbgrader.grade_id for c in graded.cells
-                            if c.metadata.get("nbgrader", {}).get("grade") and stopped_part(c) == "visible"}
-        out[student] = TrialResult(student, per_nb, visible=visible)
-    return out
-
-
 def run_trials(root: Path, assignment: str, workdir: Path, only: list[str] | None = None,
-               workers: int | None = None, packed: bool = True) -> dict[str, TrialResult]:
-    """Autograde every trial student of ``assignment`` with real nbgrader.
+               workers: int | None = None, packed: bool = True, seed: int | None = None) -> dict[str, TrialResult]:
+    """Grade every trial student of ``assignment`` as one class run of a scratch course under ``workdir``.
 
-    Students are shared out over ``workers`` processes (default: CPU count),
-    each with its own scratch course and SQLite gradebook under ``workdir``.
-    The reference run happens once, here, and every worker uses its reports.
+    Exactly what ``jaxgrader grade`` does (``grade_class``: one reference run, tasks on
+    ``workers`` local processes, the one gradebook writer), without feedback.
     """
-    from concurrent.futures import ProcessPoolExecutor
+    from .course import grade_class
+    from .references import generate
+    from .verdict import stopped_part
 
     students, _ = trial_students(root, assignment, packed=packed and only is None)
     if only is not None:
@@ -242,29 +180,37 @@ def run_trials(root: Path, assignment: str, workdir: Path, only: list[str] | Non
         unknown = set(only) - set(students)
         if unknown:
             raise ValueError(f"no trial student {sorted(unknown)} in {assignment} (names: {sorted(students)})")
-    workers = max(1, min(workers or os.cpu_count() or 1, len(students)))
-    names = list(students)
-    shares = [{n: students[n] for n in names[i::workers]} for i in range(workers)]
-    seed = run_seed()
-    references = reference_of(root, assignment)
-    if workers == 1:
-        return _grade_share(str(root), assignment, str(Path(workdir) / "w0"), shares[0], references, seed)
+    course_root = scratch_course(Path(root), Path(workdir) / "course", assignment)
+    generate(make_api(load_config(course_root)), [assignment])  # release/: what students start from
+    course = Course.open(course_root, [assignment])
+    for student, notebooks in students.items():
+        write_submission(course.folder("release", ".", assignment), course.folder("submitted", student, assignment),
+                         notebooks)
+    results = grade_class(course_root, [assignment], list(students), feedback=False, progress=False,
+                          workers=workers, seed=seed)
+    tests = {nb: set(autograded_tests(read_notebook(course.source(assignment, nb)))) for nb in course.notebooks[assignment]}
     out: dict[str, TrialResult] = {}
-    # spawn, not fork: the parent may already run JAX's threads.
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [pool.submit(_grade_share, str(root), assignment, str(Path(workdir) / f"w{i}"), share,
-                               references, seed)
-                   for i, share in enumerate(shares)]
-        for future in futures:
-            out.update(future.result())
-    return {n: out[n] for n in names}
+    for r in results:
+        if r.status != "graded":
+            out[r.student] = TrialResult(r.student, {}, r.error or "failed")
+            continue
+        scores = {nb: {gid: float(cell.get("auto_score") or 0.0) for gid, cell in r.cells.get(nb, {}).items()
+                       if gid in tests[nb]} for nb in tests}
+        visible = set()
+        for nb in tests:
+            graded = read_notebook(course.folder("autograded", r.student, assignment) / f"{nb}.ipynb")
+            visible |= {c.metadata.nbgrader.grade_id for c in graded.cells
+                        if c.metadata.get("nbgrader", {}).get("grade") and stopped_part(c) == "visible"}
+        out[r.student] = TrialResult(r.student, scores, visible=visible)
+    return {n: out[n] for n in students}
 
 
 def all_tests(root: Path, assignment: str) -> set[str]:
     """grade_ids of every auto-graded test cell of ``assignment``."""
     tests: set[str] = set()
+    source = folder(coursedir_of(load_config(root)), "source", ".", assignment)
     for nb in source_notebooks(root, assignment):
-        tests |= set(autograded_tests(read_notebook(Path(root) / "source" / assignment / f"{nb}.ipynb")))
+        tests |= set(autograded_tests(read_notebook(source / f"{nb}.ipynb")))
     return tests
 
 

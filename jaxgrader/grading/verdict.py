@@ -38,7 +38,7 @@ import numpy as np
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Dict, Integer
 
-from .seed import run_seed
+from .seed import seed_of, with_seed
 
 MIME = "application/vnd.jaxgrader.report.v1+json"  # same string as jaxgrader.checks.report.MIME
 RULES = ("close", "equal", "true", "at_most", "at_least")
@@ -323,7 +323,7 @@ def _reference_run(source_path: Path, config, seed: int | None):
     """(reports, stderr) per test cell of one reference run, cached by notebook content and seed."""
     import nbformat
 
-    seed = run_seed() if seed is None else seed
+    seed = seed_of(config) if seed is None else seed
     text = Path(source_path).read_text(encoding="utf-8")
     cache_key = (hashlib.sha256(text.encode()).hexdigest(), seed)
     with _reference_lock:  # one run per notebook and seed; different notebooks run side by side
@@ -332,7 +332,7 @@ def _reference_run(source_path: Path, config, seed: int | None):
         if cache_key in _reference_cache:
             return _reference_cache[cache_key]
         nb = nbformat.reads(text, as_version=4)
-        executed = execute_reference(nb, config, assignment=Path(source_path).parent.name)
+        executed = execute_reference(nb, with_seed(config, seed), assignment=Path(source_path).parent.name)
         result, stderr = {}, {}
         for index, cell in enumerate(executed.cells):
             meta = cell.get("metadata", {}).get("nbgrader", {})

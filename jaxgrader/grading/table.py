@@ -1,0 +1,50 @@
+"""What a class run leaves for people and programs: the score table and ``grading-summary.json``."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from .records import Result
+
+
+def write_summary(results: list[Result], path: Path) -> None:
+    """Machine-readable summary: one record per student and assignment."""
+    path.write_text(json.dumps([dataclasses.asdict(r) for r in results], indent=2) + "\n")
+
+
+def format_table(results: list[Result]) -> str:
+    """Students down, assignments across, 'score/max' or 'ERROR' in each cell."""
+    students = sorted({r.student for r in results})
+    assignments = sorted({r.assignment for r in results})
+    cell = {(r.student, r.assignment): r for r in results}
+    width = max([len("student")] + [len(s) for s in students])
+    col = max([11] + [len(a) for a in assignments])
+    lines = ["student".ljust(width) + "".join(a.rjust(col + 2) for a in assignments) + "total".rjust(col + 2)]
+    for s in students:
+        row, got, out_of = s.ljust(width), 0.0, 0.0
+        for a in assignments:
+            r = cell.get((s, a))
+            if r is None or r.status == "error":
+                row += "ERROR".rjust(col + 2)
+            else:
+                row += f"{r.score:g}/{r.max_score:g}".rjust(col + 2)
+                got, out_of = got + r.score, out_of + r.max_score
+        lines.append(row + f"{got:g}/{out_of:g}".rjust(col + 2))
+    kept = sum(r.kept for r in results)
+    if kept:
+        lines += ["", f"{kept} unchanged submission{'s' if kept != 1 else ''} kept from an earlier run "
+                      "(jaxgrader grade --regrade grades them again)"]
+    unisolated = [r for r in results if r.status == "graded" and r.isolation == "none"]
+    if unisolated:
+        lines += ["", f"WARNING: {len(unisolated)} submission{'s were' if len(unisolated) != 1 else ' was'} graded "
+                      "without the kernel sandbox: student code ran with the grader's permissions"]
+    errors = [f"  {r.student}/{r.assignment}: {note}"
+              for r in results for note in ([r.error] if r.error else []) + r.notes]
+    if errors:
+        lines += ["", "problems:"] + errors
+    flags = [f"  {r.student}/{r.assignment}: {flag}" for r in results for flag in r.flags]
+    if flags:
+        lines += ["", "flagged for review (graded normally):"] + flags
+    return "\n".join(lines)
