@@ -170,12 +170,12 @@ def _started_reference_runs():
 def test_a_plain_autograde_starts_the_reference_run_beside_the_submission(monkeypatch):
     """Without precomputed references, StartReferenceRun (first autograde step) starts the
     instructor's run in the background; the Verdict then uses that run instead of a second."""
-    from jaxgrader.grading import verdict
+    from jaxgrader.grading import reference, verdict
     from jaxgrader.grading.config import load_config
 
     runs = []
-    real = verdict.execute_reference
-    monkeypatch.setattr(verdict, "execute_reference", lambda nb, config, **kw: runs.append(1) or real(nb, config, **kw))
+    real = reference.execute_reference  # counted where the reference run looks it up
+    monkeypatch.setattr(reference, "execute_reference", lambda nb, config, **kw: runs.append(1) or real(nb, config, **kw))
     config = load_config(ROOT)
     config.JaxGrader.seed = 424242  # a seed of its own: nothing cached by other tests
     resources = {"nbgrader": {"notebook": "pure_functions", "assignment": "lesson1", "student": "x"}}
