@@ -156,7 +156,8 @@ def test_course_and_host_are_invisible(kernel, course):
                                                        "release", "submitted/other", "autograded", "feedback"))]
     # The real course around this repository (its venv may live inside it).
     hidden += [str(ROOT / p) for p in ("source", "release", "nbgrader_config.py", "gradebook.db", "tests")]
-    hidden += ["/root/.ssh", "/home", "/work/shared", str(Path(tempfile.gettempdir()) / "pytest-of-root")]
+    hidden += [str(Path.home() / ".ssh"), "/home", str(ROOT.parent / "shared"),  # shared/ sits beside the checkout
+               str(Path(tempfile.gettempdir()) / "pytest-of-root")]
     seen = kernel.probe(f"""
 import json, os
 def listing(p):
@@ -170,7 +171,7 @@ print(json.dumps({{"exists": [p for p in {hidden!r} if os.path.lexists(p)],
 """)
     assert seen["exists"] == []
     # The system, /proc, /dev, /tmp, and the top folders of the Python environment and of the package's
-    # checkout (its .venv and jaxgrader/ are bound in: /root/.pyenv, /work/main/.venv, wherever CI clones).
+    # checkout (its .venv and jaxgrader/ are bound in: the interpreter's prefix and the checkout's venv, wherever they are).
     bound = {Path(p).resolve().parts[1] for p in (sys.prefix, sys.base_prefix, ROOT)}
     assert set(seen["root"]) <= {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc", "dev",
                                  "tmp", "opt"} | bound, seen["root"]
