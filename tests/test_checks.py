@@ -8,7 +8,6 @@ import pytest
 
 from jaxgrader.checks.budgets import BUDGETS, budget
 from jaxgrader.checks.gradients import agrees_with_finite_differences, directional_derivatives, enable_x64
-from jaxgrader.checks.jaxprs import count_eqns, shard_map_inputs
 from jaxgrader.checks.mlp import away_from_kinks, standin_batch_loss
 from jaxgrader.checks.programs import jaxpr, lowered
 from jaxgrader.checks.trees import assert_trees_close, assert_trees_equal, global_norm
@@ -91,35 +90,6 @@ def test_kinks_are_avoided():
     params, x = away_from_kinks([5, 7, 3], seed=3)
     pre = x @ params[0]["W"] + params[0]["b"]
     assert float(jnp.min(jnp.abs(pre))) > 0.05
-
-
-def test_jaxpr_size_grows_with_an_unrolled_loop_not_with_scan():
-    def unrolled(xs):
-        total = 0.0
-        for i in range(xs.shape[0]):
-            total = total + jnp.sin(xs[i])
-        return total
-
-    def scanned(xs):
-        return jax.lax.scan(lambda c, x: (c + jnp.sin(x), None), 0.0, xs)[0]
-
-    sizes = {f.__name__: [count_eqns(jax.make_jaxpr(f)(jnp.ones(n)).jaxpr) for n in (2, 6)] for f in (unrolled, scanned)}
-    assert sizes["unrolled"][1] > sizes["unrolled"][0]
-    assert sizes["scanned"][1] == sizes["scanned"][0]
-
-
-def test_shard_map_inputs_show_what_each_device_sees():
-    from jax.sharding import PartitionSpec as P
-
-    try:
-        shard_map = jax.shard_map
-    except AttributeError:  # JAX < 0.7.1
-        from jax.experimental.shard_map import shard_map
-    mesh = jax.make_mesh((1,), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
-    f = shard_map(lambda a, b: jax.lax.psum(jnp.sum(a) + jnp.sum(b), "data"), mesh=mesh,
-                  in_specs=(P("data"), P()), out_specs=P())
-    pairs = shard_map_inputs(jax.make_jaxpr(jax.jit(f))(jnp.ones((4, 2)), jnp.ones(3)).jaxpr)
-    assert sorted(pairs) == [((3,), (3,)), ((4, 2), (4, 2))]
 
 
 def test_enable_x64_is_scoped():

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from jaxgrader.checks.report import MIME, encode
+from jaxgrader.grading import programs
 from jaxgrader.grading.verdict import ReportError, judge_cell, parse_report, parse_reports
 
 
@@ -252,3 +253,70 @@ def test_facts_about_programs_are_read_from_the_program_text():
     flat = [str(jax.make_jaxpr(scanned)(jnp.ones(n))) for n in (2, 6)]
     assert _passes("no_growth", flat, flat) and not _passes("no_growth", grows, flat)
     assert not _passes("no_growth", ["", ""], flat)
+
+
+def _abstract_mesh(n):
+    """A mesh of n devices to trace on (no devices needed): JAX 0.7.2 and newer spell it differently."""
+    from jax.sharding import AbstractMesh, AxisType
+
+    try:
+        return AbstractMesh((n,), ("data",), axis_types=(AxisType.Auto,))
+    except TypeError:
+        return AbstractMesh((("data", n),))
+
+
+@pytest.mark.lane  # JAX 0.7.2 prints jaxprs differently from the newest: both are parsed
+def test_what_each_device_sees_is_read_from_the_program_text():
+    import jax
+    from jax.sharding import PartitionSpec as P
+
+    shard_map = getattr(jax, "shard_map", None) or __import__("jax.experimental.shard_map", fromlist=["_"]).shard_map
+    mesh = _abstract_mesh(8)
+
+    def loss(p, x, y):
+        return jnp.mean((x @ p - y) ** 2)
+
+    def closing_over_params(p, x, y):  # honest too: params captured, only the batch passed in
+        return shard_map(lambda x, y: jax.lax.pmean(loss(p, x, y), "data"), mesh=mesh,
+                         in_specs=(P("data"), P("data")), out_specs=P())(x, y)
+
+    def program(specs, *args):
+        fn = shard_map(lambda p, x, y: jax.lax.pmean(loss(p, x, y), "data"), mesh=mesh, in_specs=specs, out_specs=P())
+        return str(jax.make_jaxpr(jax.jit(jax.grad(fn)))(*args))
+
+    data = (np.ones(5, np.float32), np.ones((24, 5), np.float32), np.ones(24, np.float32))
+    split = program((P(), P("data"), P("data")), *data)
+    assert ((24, 5), (3, 5)) in programs.shard_map_shapes(split)
+    assert _passes("shard_shapes", split, split)
+    assert _passes("shard_shapes", str(jax.make_jaxpr(jax.jit(jax.grad(closing_over_params)))(*data)), split)
+    assert not _passes("shard_shapes", program((P(), P(), P()), *data), split), "a replicated batch"
+    assert not _passes("shard_shapes", str(jax.make_jaxpr(jax.grad(loss))(*data)), split), "no shard_map"
+    other = (np.ones(5, np.float32), np.ones((40, 5), np.float32), np.ones(40, np.float32))
+    assert not _passes("shard_shapes", program((P(), P("data"), P("data")), *other), split), "other inputs"
+    assert not _passes("shard_shapes", None, split) and not _passes("shard_shapes", "a made-up text", split)
+
+
+@pytest.mark.lane
+def test_the_largest_value_is_read_from_the_program_text():
+    import jax
+
+    def f(x):
+        return jnp.sum(jnp.sin(x) * jnp.cos(x[::-1]))
+
+    def by_jvp(x, v):
+        return jax.jvp(jax.grad(f), (x,), (v,))[1]
+
+    def by_hessian(x, v):
+        return jax.hessian(f)(x) @ v
+
+    def traced(fn, n):
+        return str(jax.make_jaxpr(fn)(jnp.ones(n), jnp.ones(n)))
+
+    reference = traced(by_jvp, 50)
+    assert programs.largest_value(reference) == 50 and programs.largest_value(traced(by_hessian, 50)) == 2500
+    assert _passes("largest_value", traced(by_jvp, 50), reference)
+    assert not _passes("largest_value", traced(by_hessian, 50), reference)
+    assert not _passes("largest_value", traced(by_jvp, 8), reference), "a program traced on other inputs"
+    assert not _passes("largest_value", None, reference)
+    coloured = jax.make_jaxpr(by_hessian)(jnp.ones(50), jnp.ones(50)).pretty_print(use_color=True)
+    assert programs.largest_value(coloured) == 2500, "a jaxpr printed with terminal colours reads the same"

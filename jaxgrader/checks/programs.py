@@ -27,8 +27,9 @@ def lowered(fn, *args, **kwargs) -> str | None:
 
 
 def jaxpr(fn, *args, **kwargs) -> str:
-    """The printed jaxpr of ``fn`` on ``args`` (nested programs included)."""
-    return str(jax.make_jaxpr(fn)(*args, **kwargs))
+    """The printed jaxpr of ``fn`` on ``args`` (nested programs included), without terminal colours
+    (JAX colours it where it guesses a terminal, as in some kernels)."""
+    return jax.make_jaxpr(fn)(*args, **kwargs).pretty_print(use_color=False)
 
 
 __all__ = ["jaxpr", "lowered"]

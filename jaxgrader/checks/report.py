@@ -57,6 +57,14 @@ them with :func:`jaxgrader.checks.programs.lowered` and
                   compiled program serves every call.
 ``no_growth``     a list of jaxpr texts for growing inputs (2, then 6 batches): the
                   number of equations must not grow (a scan, not an unrolled loop).
+``shard_shapes``  a jaxpr text on the run's inputs: every argument the reference's
+                  program splits over devices inside a ``shard_map`` must be seen in
+                  the same per-device shapes (a batch split, not replicated).
+``largest_value`` a jaxpr text on the run's inputs: no value in it may have more
+                  entries than the largest in the reference's (e.g. no Hessian formed).
+
+(These two rules also require the program's inputs to be the reference's: the
+run's data, whose shapes are drawn for the run.)
 
 Kept for older tests, and taken on the kernel's word (``evidence="kernel"``):
 
@@ -84,7 +92,8 @@ import numpy as np
 
 MIME = "application/vnd.jaxgrader.report.v1+json"
 RULES = ("close", "equal", "true", "at_most", "at_least", "finite", "all_equal", "all_distinct", "falls",
-         "agrees", "within_factor", "ratio_at_least", "jitted", "same_program", "no_growth", "within_cell_time")
+         "agrees", "within_factor", "ratio_at_least", "jitted", "same_program", "no_growth", "within_cell_time",
+         "shard_shapes", "largest_value")
 # A report bigger than this is refused here, with a message, instead of by the grader.
 MAX_REPORT_BYTES = 2 * 2**20
 

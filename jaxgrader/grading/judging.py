@@ -10,8 +10,8 @@ says what its points rest on (``evidence``):
              drawn for this run), ``finite``, ``all_equal``, ``all_distinct``,
              ``falls``, ``agrees``, ``ratio_at_least`` (the grader's arithmetic on
              reported values), ``within_factor`` (against the reference's own
-             measurement), ``jitted``, ``same_program``, ``no_growth`` (the program
-             text, parsed by ``programs``), ``within_cell_time`` (claimed seconds
+             measurement), ``jitted``, ``same_program``, ``no_growth``,
+             ``shard_shapes``, ``largest_value`` (the program text, parsed by ``programs``), ``within_cell_time`` (claimed seconds
              against the cell's wall time on the grader's clock).
 ``kernel``   the kernel's word: ``true``, ``at_most``, ``at_least`` (a bool or number
              the kernel computed about itself), or any part whose reference report
@@ -236,6 +236,40 @@ def _no_growth(value, ref, context) -> str:
     return "" if len(set(counts)) == 1 else f"the program grows: {' -> '.join(map(str, counts))} operations"
 
 
+def _this_run(value, ref) -> str:
+    """'' if ``value`` is a printed jaxpr traced on the same inputs (types) as the reference's."""
+    got, want = programs.jaxpr_inputs(value), programs.jaxpr_inputs(ref["value"])
+    if got is None:
+        return "no traced program"
+    return "" if got == want else f"a program traced on other inputs ({len(got)} arguments) than this run's"
+
+
+def _per_device(text) -> list[list[tuple]]:
+    """Per program input: the shapes each device sees of it inside the program's shard_maps."""
+    inputs, pairs = programs.jaxpr_inputs(text), programs.shard_map_shapes(text) or []
+    return [sorted({inner for outer, inner in pairs if outer == shape}) for _, shape in inputs]
+
+
+def _shard_shapes(value, ref, context) -> str:
+    if problem := _this_run(value, ref):
+        return problem
+    got, want = _per_device(value), _per_device(ref["value"])
+    shapes = [shape for _, shape in programs.jaxpr_inputs(ref["value"])]
+    # the inputs the reference splits over devices (replicated ones, such as parameters a
+    # solution may close over instead, are not checked)
+    for i, (g, w) in enumerate(zip(got, want)):
+        if w and w != [shapes[i]] and g != w:
+            return f"argument {i + 1} is seen as {g or 'nothing'} inside shard_map; expected {w}"
+    return ""
+
+
+def _largest_value(value, ref, context) -> str:
+    if problem := _this_run(value, ref):
+        return problem
+    got, want = programs.largest_value(value), programs.largest_value(ref["value"])
+    return "" if got <= want else f"the program holds a value of {got} entries; the largest needed has {want}"
+
+
 def _within_cell_time(value, ref, context) -> str:
     found, seconds = _numbers(value), context.get("seconds")
     if seconds is None:
@@ -248,6 +282,7 @@ def _within_cell_time(value, ref, context) -> str:
 CHECKS = {"finite": _finite, "all_equal": _all_equal, "all_distinct": _all_distinct, "falls": _falls,
           "agrees": _agrees, "within_factor": _within_factor, "ratio_at_least": _ratio_at_least,
           "jitted": _jitted, "same_program": _same_program, "no_growth": _no_growth,
+          "shard_shapes": _shard_shapes, "largest_value": _largest_value,
           "within_cell_time": _within_cell_time}
 
 

@@ -11,6 +11,7 @@ arguments traced (not static), the right types, one program for every call.
 
 from __future__ import annotations
 
+import math
 import re
 
 _MAIN = re.compile(r"func\.func public @main\((.*)\)\s*->\s*(.*?)\s*\{\s*$", re.M)
@@ -49,7 +50,7 @@ def equation_count(text) -> int | None:
     """
     if not isinstance(text, str) or "lambda" not in text:
         return None
-    count = 0
+    text, count = _plain(text), 0
     for line in text.splitlines():
         left, sep, _ = line.partition(" = ")
         tokens = left.split()
@@ -59,3 +60,96 @@ def equation_count(text) -> int | None:
 
 
 __all__ = ["describe", "equation_count", "main_signature"]
+
+
+# --------------------------------------------------------------------------- printed jaxprs
+# Typed variables print as ``name:dtype[dims]`` (a sharding note such as ``{V:data}`` may
+# follow); literals such as ``2.0:f32[]`` start with a digit and are not variables.
+_VAR = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z_0-9]*):([a-z]+[0-9]*)\[([0-9,\s]*)\]")
+_OUTER = re.compile(r"^\{ lambda ;(.*?)\. let", re.M | re.S)
+_COLOR = re.compile(r"\x1b\[[0-9;]*m")  # JAX colours a printed jaxpr where it thinks a terminal reads it
+
+
+def _plain(text: str) -> str:
+    return _COLOR.sub("", text)
+
+
+def _typed(text: str) -> list[tuple[str, str, tuple[int, ...]]]:
+    text = _plain(text)
+    return [(name, dtype, tuple(int(d) for d in dims.replace(" ", "").split(",") if d))
+            for name, dtype, dims in _VAR.findall(text)]
+
+
+def _is_jaxpr(text) -> bool:
+    return isinstance(text, str) and "lambda" in text
+
+
+def jaxpr_inputs(text) -> tuple[tuple[str, tuple[int, ...]], ...] | None:
+    """(dtype, shape) of each input of the outermost program of a printed jaxpr, or None.
+
+    The outermost program is the unindented ``{ lambda ; ...`` (newer JAX prints programs
+    shared by several equations first, as ``let jaxpr = { lambda ...} in``). The inputs tie
+    a reported program to the run's data, whose shapes are drawn for the run.
+    """
+    if not _is_jaxpr(text):
+        return None
+    found = _OUTER.findall(_plain(text))
+    return tuple((dtype, shape) for _, dtype, shape in _typed(found[-1])) if found else None
+
+
+def largest_value(text) -> int | None:
+    """The most entries of any value in a printed jaxpr (nested programs included); None if not a jaxpr.
+
+    A Hessian-vector product that builds the Hessian shows an ``n x n`` value here.
+    """
+    if not _is_jaxpr(text):
+        return None
+    return max((math.prod(shape) for _, _, shape in _typed(text)), default=0)
+
+
+def _closing(text: str, start: int) -> int:
+    """Index just past the ``]`` that closes the ``[`` at ``start`` (types like ``f32[3,5]`` nest evenly)."""
+    depth = 0
+    for i in range(start, len(text)):
+        depth += {"[": 1, "]": -1}.get(text[i], 0)
+        if depth == 0:
+            return i + 1
+    return len(text)
+
+
+def shard_map_shapes(text) -> list[tuple[tuple[int, ...], tuple[int, ...]]] | None:
+    """(shape outside, shape each device sees) of every input of every ``shard_map`` in a printed
+    jaxpr; None if the text is not a jaxpr.
+
+    Each ``shard_map[...]`` equation names its operands after the closing bracket; their
+    types are where they were last defined above it, and the per-device types are the
+    inputs of the program in its ``jaxpr=`` parameter (printed inline, or, in newer JAX,
+    by name as a shared ``let <name> = { lambda ...}``).
+    """
+    if not _is_jaxpr(text):
+        return None
+    text, pairs = _plain(text), []
+    for match in re.finditer(r"\bshard_map\[", text):
+        end = _closing(text, match.end() - 1)
+        params = text[match.end():end - 1]
+        body = re.search(r"\bjaxpr=(\{ lambda ;|[A-Za-z_]\w*)", params)
+        if body is None:
+            continue
+        if body.group(1).startswith("{"):
+            inner_text = params[body.end():]
+        else:
+            shared = re.search(rf"\b{re.escape(body.group(1))} = \{{ lambda ;", text)
+            if shared is None:
+                continue
+            inner_text = text[shared.end():]
+        inner = _typed(inner_text.split(". let", 1)[0])
+        operands = text[end:].split("\n", 1)[0].split()
+        above = text[:match.start()]
+        for name, (_, _, inner_shape) in zip(operands, inner):
+            defined = [shape for var, _, shape in _typed(above) if var == name]
+            if defined:
+                pairs.append((defined[-1], inner_shape))
+    return pairs
+
+
+__all__ += ["jaxpr_inputs", "largest_value", "shard_map_shapes"]

@@ -18,7 +18,8 @@ MIME = "application/vnd.jaxgrader.report.v1+json"  # same string as jaxgrader.ch
 # close/equal compare with the reference's value; true/at_most/at_least take the kernel's word
 # (kept for old tests); the rest are judged by the grader from reported values and programs.
 RULES = ("close", "equal", "true", "at_most", "at_least", "finite", "all_equal", "all_distinct", "falls",
-         "agrees", "within_factor", "ratio_at_least", "jitted", "same_program", "no_growth", "within_cell_time")
+         "agrees", "within_factor", "ratio_at_least", "jitted", "same_program", "no_growth", "within_cell_time",
+         "shard_shapes", "largest_value")
 EVIDENCE = ("checked", "kernel")
 
 MAX_REPORT_BYTES = 4 * 2**20  # one reported value, as JSON
