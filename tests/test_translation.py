@@ -128,6 +128,22 @@ def test_units_skip_hidden_tests_and_short_labels():
     assert code == ["# check the shape", '"f(1) should be 2"', 'f"the value is {f(1)}"']
 
 
+def test_units_are_what_a_student_reads_and_nothing_used_as_data():
+    markdown = ("Solutions:\n\n1. ```python\n   # keep the key\n   x = f(1)\n   ```\n   Then it is pure.\n\n"
+                "2. Done.")
+    assert [markdown[u.start:u.end] for u in tu.markdown_units(markdown)] == [
+        "Solutions:", "# keep the key", "   Then it is pure.", "2. Done."], "a fence opened on a list item's line"
+    code = ('for hint, wrong in [("the sum, not the mean", 3.0), ("off by one", 2.0)]:\n'
+            '    assert not close(value, wrong), hint\n'
+            'try:\n    f(1)\nexcept Exception as exc:\n    raise AssertionError(f"f(1) raised {exc}") from None\n'
+            'print("python print")\n'
+            'seen = out.count("python print")\n'
+            'print("the whole output", seen)\n')
+    assert [code[u.start:u.end] for u in tu.code_units(code)] == [
+        '"the sum, not the mean"', '"off by one"', 'f"f(1) raised {exc}"', '"the whole output"'
+    ], "hints an assert names, an exception's message; a printed line the test counts is data"
+
+
 def test_a_changed_english_unit_is_stale_until_translated_again(tmp_path):
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "README.md").write_text("# Course\n\n## Students\n\nRead the map.\n", encoding="utf-8")

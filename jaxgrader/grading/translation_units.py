@@ -9,9 +9,12 @@ It knows nothing of catalogs, editions on disk or Babel.
 Units (docs/translating.md):
 
 * a markdown cell's paragraphs (blank-line separated; a table's rows one by one;
-  fenced code blocks are copied, not translated);
+  fenced code blocks are copied, not translated, but for their whole-line comments);
 * in a code cell, comments and the string literals a student reads: an ``assert``'s
-  message and the strings passed to ``print`` (those of two words or more). Never
+  message (also one named in the assert and drawn from a literal list, as in ``for hint,
+  case in [("...", ...)]: assert ..., hint``), the message an exception is raised with,
+  and the strings passed to ``print`` (those of two words or more, unless the same text
+  is also data in the cell, e.g. a printed line the test then counts). Never
   inside a solution (``### BEGIN SOLUTION``) or a hidden test (``### BEGIN HIDDEN
   TESTS``): those stay byte-identical. Plot labels are not units: figures keep their
   English labels, so no notebook needs a font with Hangul.
@@ -53,8 +56,12 @@ def _has_text(markdown: str) -> bool:
     return bool(_LETTER.search(re.sub(r"<[^>]+>|\]\([^)]*\)", "", markdown)))
 
 
+_FENCE = re.compile(r"^\s*(?:(?:[-*+]|\d+[.)])\s+)?(```|~~~)")  # a fence, also one opened on a list item's line
+
+
 def markdown_units(text: str) -> list[Unit]:
-    """Paragraphs (table rows one by one); fenced code blocks and paragraphs without words are not units."""
+    """Paragraphs (table rows one by one); fenced code blocks are copied but for their whole-line
+    comments (each a unit of its own); paragraphs without words are not units."""
     units, fence = [], None
     offset, block = 0, []  # block: (start, end) of the current paragraph's lines
     lines = text.splitlines(keepends=True)
@@ -76,10 +83,14 @@ def markdown_units(text: str) -> list[Unit]:
         if fence:
             if stripped.startswith(fence):
                 fence = None
+            elif stripped.startswith("#") and _LETTER.search(stripped) and not _PRAGMA.match(stripped):
+                begin = start + line.index("#")
+                units.append(Unit(begin, begin + len(line.rstrip("\n")) - line.index("#"), "comment"))
             continue
-        if stripped.startswith(("```", "~~~")):
+        opened = _FENCE.match(line)
+        if opened:
             close()
-            fence = stripped[:3]
+            fence = opened.group(1)
             continue
         if not stripped:
             close()
@@ -146,17 +157,47 @@ def _literal_text(node) -> str:
     return "".join(v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str))
 
 
-def _read_strings(tree) -> list[tuple[ast.expr, bool]]:
-    """String literals a student reads: (node, always) for assert messages (always) and print arguments."""
+def _is_text(node) -> bool:
+    return isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str))
+
+
+def _named_messages(tree) -> list[ast.expr]:
+    """Literals an ``assert`` names as its message through a loop variable:
+    ``for hint, case in [("message", ...), ...]: assert ..., hint``."""
+    names = {node.msg.id for node in ast.walk(tree) if isinstance(node, ast.Assert) and isinstance(node.msg, ast.Name)}
     found = []
+    for loop in ast.walk(tree):
+        if not (isinstance(loop, ast.For) and isinstance(loop.iter, (ast.List, ast.Tuple))):
+            continue
+        targets = loop.target.elts if isinstance(loop.target, ast.Tuple) else [loop.target]
+        for k, target in enumerate(targets):
+            if not (isinstance(target, ast.Name) and target.id in names):
+                continue
+            for item in loop.iter.elts:
+                element = item if len(targets) == 1 else (item.elts[k] if isinstance(item, ast.Tuple)
+                                                          and len(item.elts) == len(targets) else None)
+                if element is not None and _is_text(element):
+                    found.append(element)
+    return found
+
+
+def _read_strings(tree) -> list[tuple[ast.expr, bool]]:
+    """String literals a student reads: (node, always) for messages (always: an assert's, an exception's)
+    and print arguments (only when worded, and not when the same text is data elsewhere in the cell)."""
+    found, printed = [], []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assert) and isinstance(node.msg, (ast.Constant, ast.JoinedStr)):
-            if isinstance(node.msg, ast.JoinedStr) or isinstance(node.msg.value, str):
-                found.append((node.msg, True))
+        if isinstance(node, ast.Assert) and node.msg is not None and _is_text(node.msg):
+            found.append((node.msg, True))
+        elif isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args \
+                and _is_text(node.exc.args[0]):
+            found.append((node.exc.args[0], True))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
-            for arg in node.args:
-                if isinstance(arg, ast.JoinedStr) or (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
-                    found.append((arg, False))
+            printed.extend(arg for arg in node.args if _is_text(arg))
+    found += [(node, True) for node in _named_messages(tree)]
+    taken = {id(node) for node, _ in found} | {id(node) for node in printed}
+    data = {node.value for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in taken}
+    found += [(node, False) for node in printed if not (isinstance(node, ast.Constant) and node.value in data)]
     return found
 
 
