@@ -14,13 +14,15 @@ import pytest
 from .conftest import ROOT
 
 
-def _course(tmp_path, assignments=("lesson1",)):
+def _course(tmp_path, assignments=("lesson1",), editions=()):
     course = tmp_path / "course"
     course.mkdir()
     shutil.copy2(ROOT / "nbgrader_config.py", course)
     for a in assignments:
-        shutil.copytree(ROOT / "source" / a, course / "source" / a)
-        shutil.copytree(ROOT / "release" / a, course / "release" / a)
+        for step in ["source", "release"] + [f"{lang}/{s}" for lang in editions for s in ("source", "release")]:
+            shutil.copytree(ROOT / step / a, course / step / a)
+    for lang in editions:
+        shutil.copytree(ROOT / "i18n" / lang, course / "i18n" / lang)
     shutil.copytree(ROOT / "demo", course / "demo")
     return course
 
@@ -40,8 +42,9 @@ c.CourseDirectory.feedback_directory = "returned"
 
 def test_demo_grades_the_class(tmp_path):
     """`jaxgrader demo` end to end, on a course whose nbgrader_config.py renames submitted/,
-    autograded/ and feedback/: submissions are written, graded and returned where nbgrader looks."""
-    course = _course(tmp_path)
+    autograded/ and feedback/: submissions are written, graded and returned where nbgrader looks.
+    The Korean student hana types cy's answers into the Korean release: cy's score, feedback in Korean."""
+    course = _course(tmp_path, editions=("ko",))
     with open(course / "nbgrader_config.py", "a") as fh:
         fh.write(LAYOUT)
     run = _jaxgrader(course, "demo", "-a", "lesson1")
@@ -57,11 +60,20 @@ def test_demo_grades_the_class(tmp_path):
     assert got["ada"] == auto_points
     assert got["bo"] == 0
     assert 0 < got["cy"] < auto_points
+    hana = next((line.split()[1:] for line in run.stdout.splitlines() if line.startswith("hana ")), run.stdout)
+    assert hana[0] == cy, f"the same code in the Korean edition earns the same score: {run.stdout}"
     with open(course / "grades.csv") as fh:
         rows = list(csv.DictReader(fh))
-    assert {r["student_id"] for r in rows} == {"ada", "bo", "cy"}
-    for student in ("ada", "bo", "cy"):
+    assert {r["student_id"] for r in rows} == {"ada", "bo", "cy", "hana"}
+    for student in ("ada", "bo", "cy", "hana"):
         assert (course / "returned" / student / "lesson1" / "pure_functions.html").is_file()
+    korean = (course / "returned" / "hana" / "lesson1" / "pure_functions.html").read_text(encoding="utf-8")
+    english = (course / "returned" / "cy" / "lesson1" / "pure_functions.html").read_text(encoding="utf-8")
+    assert "연습 1:" in korean and "점수:" in korean and "실패:" in korean, "headings, page words, verdict"
+    assert "Score:" not in korean and "Exercise 1:" not in korean and "Student&#39;s answer" not in korean
+    assert "공개 테스트 실패: " in korean, "a visible test's message, in the edition's words"
+    assert "BEGIN HIDDEN TESTS" not in korean and "_report(" not in korean
+    assert "Exercise 1:" in english and "Score:" in english and "연습" not in english
     assert not (course / ".grading" / "gradebook.db").exists(), "the working copy of the gradebook was left behind"
     summary = {r["student"]: r for r in json.loads((course / "grading-summary.json").read_text())}
     parts = [p for cell in summary["ada"]["cells"]["pure_functions"].values() for p in cell["parts"]]

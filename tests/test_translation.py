@@ -339,63 +339,9 @@ def test_feedback_follows_the_edition_the_student_submitted(tmp_path):
     assert broken.cells[0].source == english.cells[0].source and _texts(broken.cells[1]) == _texts(judged)
 
 
-@pytest.mark.slow
-def test_an_edition_is_graded_like_the_english(tmp_path):
-    """Korean students in a real class run (nbgrader, sandboxed kernels, the course's config): a
-    translated release with the solution earns full marks, with the demo's mistakes loses exactly the
-    cells those mistakes fail, as the English trials do; their feedback is Korean, without hidden tests.
-
-    The edition is lesson 1 with every unit pseudo-translated and built the way a translator builds
-    one (`translate update`, the catalog filled in, `translate build`: ko/source, then nbgrader's
-    ko/release), so this holds for any edition that passes the tests above."""
-    import html
-    import shutil
-
-    from jaxgrader.grading.course import grade_class
-    from jaxgrader.grading.demo import answers_for
-    from jaxgrader.grading.notebooks import write_submission
-    from jaxgrader.grading.trials import wrong_answers
-
-    course = tmp_path / "course"
-    course.mkdir()
-    for part in ["nbgrader_config.py", "README.md", "source/lesson1", "release/lesson1", "demo"]:
-        (shutil.copytree if (ROOT / part).is_dir() else shutil.copy2)(ROOT / part, course / part)
-    english = "source/lesson1/pure_functions.ipynb"
-    (course / "i18n/ko").mkdir(parents=True)
-    (course / "i18n/ko/edition.toml").write_text(f'files = ["{english}"]\n')
-    tr.update(course, "ko")
-    edition = tr.load_edition(course, "ko")
-    shutil.copy2(ROOT / "i18n/ko/LC_MESSAGES/grader.po", edition.catalogs)
-    catalog = tr.read_catalog(edition.catalog_path(english))
-    for cell in read_notebook(ROOT / english).cells:
-        for unit in tu.cell_units(cell):
-            text = cell.source[unit.start:unit.end]
-            catalog.get(text, context=cell.id).string = _pseudo(text, unit.kind)
-    tr.write_catalog(catalog, edition.catalog_path(english))
-    tr.build(course, "ko")
-    for name in [english, "release/lesson1/pure_functions.ipynb"]:
-        assert tu.differences(read_notebook(course / name), read_notebook(edition.built_path(name)), name) == []
-    stub = "# 여기에 코드를 작성하세요\nraise NotImplementedError()"  # nbgrader's stub, in the edition's words
-    assert any(stub in c.source for c in read_notebook(edition.built_path("release/lesson1/pure_functions.ipynb")).cells)
-    for student, like in [("hana", "ada"), ("minjun", "cy")]:
-        folder = course / "submitted" / student / "lesson1"
-        folder.mkdir(parents=True)
-        write_submission(course / "ko/release/lesson1", folder,
-                         {"pure_functions": answers_for(course, "lesson1", "pure_functions", like)})
-
-    results = {r.student: r for r in grade_class(course, ["lesson1"], progress=False)}
-    source = read_notebook(ROOT / english)
-    points = {c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"]["points"] for c in source.cells
-              if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")}
-    fails = {cell for a in wrong_answers(ROOT, "lesson1") if a.get("demo") for cell in a["fails"]}
-    assert fails and all(r.status == "graded" for r in results.values()), results
-    for student, lost in [("hana", set()), ("minjun", fails)]:
-        got = {gid: c["score"] for gid, c in results[student].cells["pure_functions"].items() if gid in points}
-        assert got == {gid: 0 if gid in lost else p for gid, p in points.items()}, student
-        page = html.unescape((course / "feedback" / student / "lesson1" / "pure_functions.html").read_text())
-        assert "통과: 채점기가" in page and "BEGIN HIDDEN TESTS" not in page and "_report(" not in page
-    page = html.unescape((course / "feedback/minjun/lesson1/pure_functions.html").read_text())
-    assert "실패: " in page and "공개 테스트 실패: 번역 " in page
+# Grading an edition: the trials grade the Korean solution, release and every other pack of wrong
+# answers in the Korean release (jaxgrader.grading.trials, tests/test_assignments.py), and the demo
+# class's Korean student gets cy's score with feedback in Korean (tests/test_course.py).
 
 
 def test_links_follow_the_edition_as_it_grows(tmp_path):

@@ -149,6 +149,11 @@ def _trials(root: Path, assignment: str, only: list[str] | None, packed: bool = 
         print(f"\n{assignment}: {r['answers']} wrong answers; {r['lose_points']} ({r['lose_points_rate']:.0%}) "
               f"lose points on hidden tests; {r['flagged_visibly']} ({r['flagged_visibly_rate']:.0%}) "
               f"flagged by a visible test; graded as {len(results)} trial students")
+    from .trials import edition_release
+
+    edition = [s for s in results if edition_release(root, assignment, s)]
+    if edition:
+        print(f"{assignment}: {len(edition)} of them submitted a translated edition ({', '.join(edition)})")
     from .coursedir import source_notebooks
     from .notebooks import read_notebook
     from .verdict import kernel_points_summary

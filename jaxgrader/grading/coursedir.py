@@ -36,6 +36,16 @@ def folder(coursedir, step: str, student: str = ".", assignment: str = ".") -> P
     return Path(os.path.normpath(coursedir.format_path(name, student, assignment)))
 
 
+def edition_coursedir(coursedir, language: str | None):
+    """The course directory of an edition (``<root>/<lang>/``, laid out like the course's own), or
+    ``coursedir`` itself for the English (``language`` None)."""
+    from nbgrader.coursedir import CourseDirectory
+
+    if not language:
+        return coursedir
+    return CourseDirectory(config=coursedir.config, root=str(Path(coursedir.root) / language))
+
+
 def assignments_in(root: Path, config: Config | None = None) -> list[str]:
     source = folder(coursedir_of(config or load_config(root)), "source")
     if not source.is_dir():

@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 
 _HEADING = re.compile(r"^##\s+(.+?)\s*#*\s*$", re.M)
-_POINTS = re.compile(r"\s*\([^()]*\bpoints?\b[^()]*\)\s*$")  # "(2 points)", "(3 points, graded by hand)"
+# "(2 points)", "(3 points, graded by hand)"; an edition's "(2점)", "(3점, 직접 채점)"
+_POINTS = re.compile(r"\s*\([^()]*(?:\bpoints?\b|\d\s*점)[^()]*\)\s*$")
 
 
 def _title(line: str) -> str:
@@ -39,13 +40,22 @@ def graded_cells(nb) -> list[tuple[str, str, str]]:
     return found
 
 
-def names(nb) -> dict[str, str]:
+def names(nb, words: dict[str, str] | None = None) -> dict[str, str]:
     """grade_id -> a name for people: the exercise heading, and which of its graded cells.
 
     "Exercise 2: update without mutating", "Exercise 5: the train step (test 2 of 4)",
     "Exercise 8: why `f(params, x)`? (written answer)". A cell without a heading above
-    it keeps its grade id.
+    it keeps its grade id. ``words``: the suffixes in an edition's language (English template ->
+    translated template, from its ``grader.po``).
     """
+    words = words or {}
+
+    def say(template: str, **fields) -> str:
+        try:
+            return words.get(template, template).format(**fields)
+        except (KeyError, IndexError, ValueError):  # a broken translation: the English
+            return template.format(**fields)
+
     cells = graded_cells(nb)
     tests_under: dict[str, list[str]] = {}
     for gid, kind, heading in cells:
@@ -56,22 +66,28 @@ def names(nb) -> dict[str, str]:
         if not heading:
             out[gid] = gid
         elif kind == "written":
-            out[gid] = f"{heading} (written answer)"
+            out[gid] = say("{heading} (written answer)", heading=heading)
         elif kind == "answer":
-            out[gid] = f"{heading} (answer)"
+            out[gid] = say("{heading} (answer)", heading=heading)
         elif len(tests_under[heading]) > 1:
-            out[gid] = f"{heading} (test {tests_under[heading].index(gid) + 1} of {len(tests_under[heading])})"
+            out[gid] = say("{heading} (test {k} of {n})", heading=heading, k=tests_under[heading].index(gid) + 1,
+                           n=len(tests_under[heading]))
         else:
             out[gid] = heading
     return out
 
 
-def source_names(coursedir, assignment: str, notebook: str) -> dict[str, str]:
-    """``names`` of the instructor's notebook (``{}`` if it cannot be read)."""
-    from .coursedir import folder
+def source_names(coursedir, assignment: str, notebook: str, language: str | None = None,
+                 words: dict[str, str] | None = None) -> dict[str, str]:
+    """``names`` of the instructor's notebook, in an edition's words when ``language`` is given
+    (its ``<lang>/source/``, falling back to the English headings); ``{}`` if none can be read."""
+    from .coursedir import edition_coursedir, folder
     from .notebooks import NotebookError, read_notebook
 
-    try:
-        return names(read_notebook(folder(coursedir, "source", ".", assignment) / f"{notebook}.ipynb"))
-    except NotebookError:
-        return {}
+    for course in ([edition_coursedir(coursedir, language)] if language else []) + [coursedir]:
+        path = folder(course, "source", ".", assignment) / f"{notebook}.ipynb"
+        try:
+            return names(read_notebook(path), words if course is not coursedir else None)
+        except NotebookError:
+            continue
+    return {}

@@ -33,16 +33,35 @@ def template_dirs() -> list[str]:
     return [str(ours), str(theirs)]
 
 
+def feedback_words(root, language: str | None) -> dict[str, str]:
+    """The feedback page's words in an edition's language (English -> translation; {} for English)."""
+    from . import translate as tr
+    from .sentences import GRADER
+
+    path = Path(root) / tr.CATALOGS / str(language) / "LC_MESSAGES" / f"{GRADER}.po"
+    if not language or not path.is_file():
+        return {}
+    try:
+        table = tr.translations(tr.read_catalog(path))
+    except tr.CourseError:
+        return {}
+    return {english: text for (context, english), text in table.items() if context == "feedback"}
+
+
 class NamePartsInFeedback(NbGraderPreprocessor):
-    """Give the feedback template a name for each graded cell: its exercise heading."""
+    """Give the feedback template a name for each graded cell (its exercise heading) and the page's
+    words, both in the language ``LocalizeFeedback`` found the submission in (``nb.metadata.language``)."""
 
     def preprocess(self, nb, resources):
         from .coursedir import coursedir_of
         from .exercises import source_names
 
         info = resources.get("nbgrader", {})
+        coursedir = coursedir_of(self.config)
+        language = nb.metadata.get("language")
+        words = feedback_words(coursedir.root, language)
         names = {}
         if info.get("assignment") and info.get("notebook"):
-            names = source_names(coursedir_of(self.config), info["assignment"], info["notebook"])
-        resources["jaxgrader_feedback"] = {"names": names}
+            names = source_names(coursedir, info["assignment"], info["notebook"], language, words)
+        resources["jaxgrader_feedback"] = {"names": names, "words": words}
         return nb, resources

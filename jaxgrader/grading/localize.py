@@ -152,11 +152,9 @@ def _assertions(catalog: Catalog) -> list[tuple[re.Pattern, list]]:
 def release_path(coursedir, assignment: str, notebook: str, language: str | None = None) -> Path:
     """A notebook of the English release, or of an edition's (its folder ``<lang>/`` is a course
     directory laid out like the course's own)."""
-    from nbgrader.coursedir import CourseDirectory
+    from .coursedir import edition_coursedir, folder
 
-    if language:
-        coursedir = CourseDirectory(config=coursedir.config, root=str(Path(coursedir.root) / language))
-    return Path(coursedir.format_path(coursedir.release_directory, ".", assignment)) / f"{notebook}.ipynb"
+    return folder(edition_coursedir(coursedir, language), "release", ".", assignment) / f"{notebook}.ipynb"
 
 
 def edition_of(submission, coursedir, assignment: str, notebook: str) -> str | None:
@@ -183,7 +181,8 @@ def localize(nb, coursedir, language: str, assignment: str, notebook: str):
     """The autograded notebook ``nb`` with the course's cells and the verdict in ``language``."""
     from .notebooks import read_notebook
 
-    edition = tr.load_edition(Path(coursedir.root), language)
+    # only its catalogs are read: a grading copy of the course need not hold the edition's lectures
+    edition = tr.Edition(Path(coursedir.root), language, ())
     release = read_notebook(release_path(coursedir, assignment, notebook, language))
     theirs = {c.metadata["nbgrader"]["grade_id"]: c for c in release.cells if "grade_id" in c.metadata.get("nbgrader", {})}
     po = edition.catalog_path(f"source/{assignment}/{notebook}.ipynb")

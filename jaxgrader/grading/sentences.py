@@ -47,12 +47,25 @@ MESSAGES = [
 STUBS = ["# YOUR CODE HERE", "YOUR ANSWER HERE"]
 
 
+# The words of the feedback page around the verdict (templates/feedback/named_parts.html.j2) and the
+# suffixes that name a graded cell under its exercise heading (exercises.names).
+FEEDBACK = [
+    "Score", "Comment", "Comments", "Late submission penalty", "Student's answer", "Student's task",
+    "Grade cell", "Task", "Top", "Test cell", "Coding free-response", "Written response",
+    "{heading} (written answer)", "{heading} (answer)", "{heading} (test {k} of {n})",
+]
+
+
 def grader_template(project: str) -> Catalog:
-    """The grader's own sentences: the verdict's (context ``verdict``) and nbgrader's stubs (``stub``)."""
+    """The grader's own sentences: the verdict's (context ``verdict``), the feedback page's words
+    (``feedback``) and nbgrader's stubs (``stub``)."""
     catalog = Catalog(project=project, fuzzy=False)
     for message in MESSAGES:
         catalog.add(message, context="verdict", auto_comments=[
             "the grader's verdict, shown in feedback; keep every {field} as it is"])
+    for word in FEEDBACK:
+        catalog.add(word, context="feedback", auto_comments=[
+            "a word of the feedback page a student reads" + ("; keep every {field} as it is" if "{" in word else "")])
     for stub in STUBS:
         catalog.add(stub, context="stub", auto_comments=[
             "what students find where a solution was" + (" (keep the '#')" if stub.startswith("#") else "")])

@@ -5,7 +5,9 @@ For one assignment this builds, in a scratch copy of the course:
 * ``solution``: every solution cell holds the instructor's answer;
 * ``release``: the student version, untouched;
 * ``wrong-<name>``: the instructor's answers with one cell replaced by a
-  wrong-but-plausible answer from ``demo/wrong-answers/<assignment>.toml``.
+  wrong-but-plausible answer from ``demo/wrong-answers/<assignment>.toml``;
+* for each edition of the course (``ko``): ``solution-ko`` and ``release-ko``, typed into
+  the edition's release, and every other wrong-answer student (``trial_students``).
 
 and grades them all as one class run of that scratch course: the same tasks, the same
 gradebook writer and the same verdict as ``jaxgrader grade`` (:func:`grade_class`), so
@@ -50,7 +52,7 @@ import tomllib
 from pathlib import Path
 
 from .config import load_config, make_api
-from .coursedir import Course, coursedir_of, folder, source_notebooks
+from .coursedir import Course, coursedir_of, edition_coursedir, folder, source_notebooks
 from .notebooks import autograded_tests, read_notebook, solutions_of, write_submission
 
 
@@ -136,16 +138,46 @@ def pack(answers: list[dict], shared: set[str] = frozenset()) -> list[list[dict]
     return groups
 
 
+def editions_of(root: Path, assignment: str) -> list[str]:
+    """The languages whose edition has this assignment's release (``<lang>/release/<assignment>``)."""
+    from .translate import languages
+
+    coursedir = coursedir_of(load_config(root))
+    return [lang for lang in languages(Path(root))
+            if folder(edition_coursedir(coursedir, lang), "release", ".", assignment).is_dir()]
+
+
+def edition_release(root: Path, assignment: str, student: str) -> Path | None:
+    """The edition's release a trial student starts from (``solution-ko``, ``wrong-pack-2-ko``: the
+    Korean one), or None for the English."""
+    for lang in editions_of(root, assignment):
+        if student.endswith(f"-{lang}"):
+            return folder(edition_coursedir(coursedir_of(load_config(root)), lang), "release", ".", assignment)
+    return None
+
+
 def trial_students(root: Path, assignment: str, packed: bool = True
                    ) -> tuple[dict[str, dict[str, dict[str, str] | None]], dict[str, list[dict]]]:
-    """(student -> notebook -> answers (None = release as is), student -> the wrong answers it holds)."""
+    """(student -> notebook -> answers (None = release as is), student -> the wrong answers it holds).
+
+    Where the course has editions of the assignment (docs/translating.md), each also gets a
+    solution and a release student (``solution-ko``, ``release-ko``), and the packed wrong-answer
+    students take turns: every other one types its answers into an edition's release
+    (``wrong-pack-2-ko``). An edition's code is the English code (tests/test_translation.py), so its
+    wrong answers are not graded twice; each is graded once, in one edition or the other.
+    """
     notebooks = source_notebooks(root, assignment)
     source = folder(coursedir_of(load_config(root)), "source", ".", assignment)
     solutions = {nb: solutions_of(read_notebook(source / f"{nb}.ipynb")) for nb in notebooks}
+    editions = editions_of(root, assignment)
     students: dict[str, dict[str, dict[str, str] | None]] = {
         "solution": dict(solutions),
         "release": {nb: None for nb in notebooks},
     }
+    for lang in editions:
+        students[f"solution-{lang}"] = dict(solutions)
+        students[f"release-{lang}"] = {nb: None for nb in notebooks}
+    turns = [None] + editions
     answers = wrong_answers(root, assignment)
     for wrong in answers:
         if not any(wrong["cell"] in solutions[nb] for nb in notebooks):
@@ -154,6 +186,8 @@ def trial_students(root: Path, assignment: str, packed: bool = True
     holds: dict[str, list[dict]] = {}
     for k, group in enumerate(groups, 1):
         name = f"wrong-pack-{k}" if packed else f"wrong-{group[0]['name']}"
+        if packed and turns[k % len(turns)]:
+            name += f"-{turns[k % len(turns)]}"
         filled = {nb: dict(solutions[nb]) for nb in notebooks}
         for wrong in group:
             owner = next(nb for nb in notebooks if wrong["cell"] in solutions[nb])
@@ -184,8 +218,8 @@ def run_trials(root: Path, assignment: str, workdir: Path, only: list[str] | Non
     generate(make_api(load_config(course_root)), [assignment])  # release/: what students start from
     course = Course.open(course_root, [assignment])
     for student, notebooks in students.items():
-        write_submission(course.folder("release", ".", assignment), course.folder("submitted", student, assignment),
-                         notebooks)
+        release = edition_release(root, assignment, student) or course.folder("release", ".", assignment)
+        write_submission(release, course.folder("submitted", student, assignment), notebooks)
     results = grade_class(course_root, [assignment], list(students), feedback=False, progress=False,
                           workers=workers, seed=seed)
     tests = {nb: set(autograded_tests(read_notebook(course.source(assignment, nb)))) for nb in course.notebooks[assignment]}
@@ -218,7 +252,7 @@ def all_tests(root: Path, assignment: str) -> set[str]:
 class Outcome:
     """What happened to one trial: a wrong answer (or the solution / the release)."""
 
-    name: str  # "solution", "release" or "wrong-<answer name>"
+    name: str  # "solution", "release" (or an edition's "solution-ko", "release-ko") or "wrong-<answer name>"
     student: str  # the trial student it was graded as
     ok: bool  # lost exactly what it should (for a packed answer: its pack did)
     lost: set[str]
@@ -234,7 +268,9 @@ def outcomes(root: Path, assignment: str, results: dict[str, TrialResult], packe
     shared = shared_tests(root, assignment) if packed else set()
     tests = all_tests(root, assignment)
     out = []
-    for name, expected in (("solution", set()), ("release", tests)):
+    for name, expected in [(f"{kind}{suffix}", expected) for suffix in [""] + [f"-{lang}" for lang in
+                                                                       editions_of(root, assignment)]
+                           for kind, expected in (("solution", set()), ("release", tests))]:
         if name in results:
             r = results[name]
             out.append(Outcome(name, name, not r.error and r.lost == expected, r.lost, expected,
