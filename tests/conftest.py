@@ -12,6 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "source").iterdir() if p.is_dir())
 LECTURES = sorted((ROOT / "notebooks").glob("*.ipynb"))
+EDITIONS = sorted(p.parent.name for p in (ROOT / "i18n").glob("*/edition.toml"))
 
 # Kernels and nbgrader's `alembic` must come from this interpreter's environment.
 os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
@@ -26,7 +27,8 @@ LONGEST_FIRST = ["trials-lesson4", "trials-lesson3", "trials-lesson5", "tests/te
                  "colab-lesson3", "colab-lesson4", "colab-lesson5", "tests/test_limits.py",
                  "tests/test_browser.py", "tests/test_course.py", "tests/test_class_report.py", "tests/test_translation.py",
                  "notebooks/lesson3_pytree_mlp.ipynb", "notebooks/lesson4_training_loop.ipynb",
-                 "notebooks/lesson2_transformations.ipynb"]
+                 "notebooks/lesson2_transformations.ipynb", "ko/notebooks/lesson3_pytree_mlp.ipynb",
+                 "ko/notebooks/lesson4_training_loop.ipynb", "ko/notebooks/lesson2_transformations.ipynb"]
 
 
 def group_of(nodeid: str) -> str:
@@ -54,11 +56,24 @@ def pytest_xdist_make_scheduler(config, log):
     return ByGroup(config, log)
 
 
+def _version_lanes(path: Path) -> bool:
+    """Whether a lecture notebook runs in every version lane (else in the main lane only).
+
+    An edition's lecture is the English program with other text (tests/test_translation.py
+    compares the code, f-string fields included), so the colab lane runs one of the two: the
+    edition's, where there is one. The main lane runs both."""
+    relative = path.resolve().relative_to(ROOT)
+    if relative.parts[0] != "notebooks":
+        return True  # an edition's own copy (ko/notebooks/...)
+    return not any((ROOT / lang / relative).is_file() for lang in EDITIONS)
+
+
 def pytest_collection_modifyitems(config, items):
-    """Lecture notebooks (collected by nbval) belong to every version lane; the longest
-    groups go first."""
+    """Lecture notebooks (collected by nbval) belong to the version lanes (``_version_lanes``);
+    the longest groups go first."""
     for item in items:
-        if "notebooks" in Path(str(item.fspath)).parts:
+        path = Path(str(item.fspath))
+        if "notebooks" in path.parts and _version_lanes(path):
             item.add_marker(pytest.mark.lane)
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(group_of(item.nodeid), len(rank)))  # stable: cells keep their order
