@@ -286,6 +286,49 @@ def test_every_verdict_sentence_has_a_korean_template(student, reference):
             (en, ko)
 
 
+def _rule_messages():
+    """Every failure message of the rules judged from evidence (judging.CHECKS), from real calls."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxgrader.grading.judging import CHECKS
+
+    lowered = jax.jit(lambda a, b: a * b).lower(jnp.ones(3), jnp.ones(3)).as_text()
+    jaxpr = str(jax.make_jaxpr(lambda a: a * 2)(jnp.ones(3)))
+    wide = str(jax.make_jaxpr(lambda a: jnp.outer(a, a).sum(0))(jnp.ones(3)))
+    labels = {"y": {"value": np.array([1, 2, 3])}}
+    cases = [
+        ("finite", "x", {}, {}), ("finite", [1.0, float("nan")], {}, {}),
+        ("all_equal", 1.0, {}, {}), ("all_equal", [1.0, 2.0], {}, {}), ("all_distinct", [1.0, 1.0], {}, {}),
+        ("falls", "x", {"bound": 0.5}, {}), ("falls", [-1.0, 1.0], {"bound": 0.5}, {}),
+        ("falls", [1.0] * 6, {"bound": 0.5}, {}),
+        ("agrees", "x", {"against": "y", "bound": 0.9}, {"reference": labels}),
+        ("agrees", np.array([1.0, 2.0]), {"against": "y", "bound": 0.9}, {"reference": labels}),
+        ("agrees", np.array([1, 0, 0]), {"against": "y", "bound": 0.9}, {"reference": labels}),
+        ("within_factor", -1.0, {"value": 1.0, "bound": 2.0}, {}), ("within_factor", 9.0, {"value": 1.0, "bound": 2.0}, {}),
+        ("ratio_at_least", [1.0], {"bound": 2.0}, {}), ("ratio_at_least", [1.0, 1.0], {"bound": 2.0}, {}),
+        ("jitted", None, {"value": lowered}, {}), ("same_program", [lowered], {"value": [lowered, lowered]}, {}),
+        ("same_program", [lowered, None], {"value": [lowered, lowered]}, {}),
+        ("no_growth", ["", ""], {}, {}), ("no_growth", [jaxpr, wide], {}, {}),
+        ("largest_value", None, {"value": jaxpr}, {}), ("largest_value", wide, {"value": jaxpr}, {}),
+        ("largest_value", str(jax.make_jaxpr(lambda a: a)(jnp.ones(4))), {"value": jaxpr}, {}),
+        ("within_cell_time", [1.0], {}, {}), ("within_cell_time", "x", {}, {"seconds": 1.0}),
+        ("within_cell_time", [5.0], {}, {"seconds": 1.0}),
+    ]
+    return [CHECKS[rule](value, ref, context) for rule, value, ref, context in cases]
+
+
+def test_every_rule_message_has_a_korean_template():
+    translator = _korean_feedback()
+    messages = _rule_messages()
+    assert all(messages), "every case above fails its rule"
+    for en in messages:
+        ko = translator.line(en)
+        words = re.sub(r"'[^']*'|\"[^\"]*\"|\([^()]*\)|\[[^\]]*\]|tensor<[^>]*>|\b[a-z]\b", "", ko)
+        assert re.search(r"[가-힣]", ko) and not re.search(r"\b(the|of|than|instead|not|expected|is|no)\b", words), \
+            (en, ko)
+
+
 def test_visible_test_messages_are_translated_with_their_fields():
     from jaxgrader.grading.localize import Translator
 

@@ -33,7 +33,7 @@ from .sentences import GRADER, MESSAGES
 
 _FIELD = re.compile(r"\{(\w+)\}")
 _GROUP = {"where": r"(?: at \[.*)?", "path": r"\[.*"}
-_NESTED = {"where"}  # fields that are themselves a translatable phrase
+_NESTED = {"where", "got", "want"}  # fields that may themselves be a translatable phrase
 
 
 def _pattern(template: str) -> re.Pattern:
