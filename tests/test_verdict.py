@@ -320,3 +320,5 @@ def test_the_largest_value_is_read_from_the_program_text():
     assert not _passes("largest_value", None, reference)
     coloured = jax.make_jaxpr(by_hessian)(jnp.ones(50), jnp.ones(50)).pretty_print(use_color=True)
     assert programs.largest_value(coloured) == 2500, "a jaxpr printed with terminal colours reads the same"
+    captured = jnp.arange(50.0)  # a captured array prints as a constant before the inputs: { lambda a:f32[50]; b c. ...
+    assert _passes("largest_value", traced(lambda x, v: by_jvp(x, v) + captured, 50), reference)

@@ -66,7 +66,7 @@ __all__ = ["describe", "equation_count", "main_signature"]
 # Typed variables print as ``name:dtype[dims]`` (a sharding note such as ``{V:data}`` may
 # follow); literals such as ``2.0:f32[]`` start with a digit and are not variables.
 _VAR = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z_0-9]*):([a-z]+[0-9]*)\[([0-9,\s]*)\]")
-_OUTER = re.compile(r"^\{ lambda ;(.*?)\. let", re.M | re.S)
+_OUTER = re.compile(r"^\{ lambda [^;]*;(.*?)\. let", re.M | re.S)  # constants (captured arrays) before the ';'
 _COLOR = re.compile(r"\x1b\[[0-9;]*m")  # JAX colours a printed jaxpr where it thinks a terminal reads it
 
 
