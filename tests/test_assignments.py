@@ -43,22 +43,27 @@ def _trials(request, assignment, tmp_path_factory):
 
     One reference run and one nbgrader process per worker for the solution, the
     release and every wrong answer, instead of one run per test. When the
-    wrong-answer test is not selected (the version lanes), only the solution and
-    the release are graded.
+    wrong-answer test is not selected (the version lanes), only a solution and the
+    releases are graded (an edition's solution where there is one).
     """
     if assignment not in _TRIALS:
         wanted = f"test_each_wrong_answer_loses_exactly_its_part[{assignment}]"
         everyone = any(item.name == wanted for item in request.session.items)
-        # the version lanes: the solution, the release and each edition's release (cheap)
-        only = None if everyone else ["solution", "release"] + [f"release-{lang}" for lang in
-                                                                 editions_of(ROOT, assignment)]
+        # An edition's solution and release are the English ones typed into another release (the code
+        # is the same: tests/test_translation.py). The main lane grades the English ones and every
+        # other wrong-answer pack in the edition; the version lanes (JAX 0.7.2, Colab's) the edition's
+        # solution and both releases. `jaxgrader trials` grades them all.
+        editions = editions_of(ROOT, assignment)
+        skip = [f"{kind}-{lang}" for lang in editions for kind in ("solution", "release")] if everyone else None
+        only = None if everyone else ([f"solution-{lang}" for lang in editions] or ["solution"]) + ["release"] + [
+            f"release-{lang}" for lang in editions]
         # Under `pytest -n`, every core already runs a test group: one kernel at a time here.
         workers = 1 if os.environ.get("PYTEST_XDIST_WORKER") else None
         # Graded as on a one-TPU host (bfloat16 matmuls, one device; jaxgrader/simulated): every
         # solution's visible test passes and every wrong answer loses its part there too.
         with simulated_kernels(tmp_path_factory.mktemp(f"kernels-{assignment}"), TRIALS_SIMULATE):
             _TRIALS[assignment] = run_trials(ROOT, assignment, tmp_path_factory.mktemp(f"trials-{assignment}"),
-                                             only=only, workers=workers)
+                                             only=only, workers=workers, skip=skip)
     return _TRIALS[assignment]
 
 

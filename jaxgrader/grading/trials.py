@@ -198,17 +198,20 @@ def trial_students(root: Path, assignment: str, packed: bool = True
 
 
 def run_trials(root: Path, assignment: str, workdir: Path, only: list[str] | None = None,
-               workers: int | None = None, packed: bool = True, seed: int | None = None) -> dict[str, TrialResult]:
+               workers: int | None = None, packed: bool = True, seed: int | None = None,
+               skip: list[str] | None = None) -> dict[str, TrialResult]:
     """Grade every trial student of ``assignment`` as one class run of a scratch course under ``workdir``.
 
     Exactly what ``jaxgrader grade`` does (``grade_class``: one reference run, tasks on
-    ``workers`` local processes, the one gradebook writer), without feedback.
+    ``workers`` local processes, the one gradebook writer), without feedback. ``only``: just
+    these trial students (each wrong answer alone); ``skip``: all but these (packed).
     """
     from .course import grade_class
     from .references import generate
     from .verdict import stopped_part
 
     students, _ = trial_students(root, assignment, packed=packed and only is None)
+    students = {k: v for k, v in students.items() if k not in (skip or [])}
     if only is not None:
         students = {k: v for k, v in students.items() if k in only}
         unknown = set(only) - set(students)
