@@ -294,6 +294,11 @@ def test_what_each_device_sees_is_read_from_the_program_text():
     other = (np.ones(5, np.float32), np.ones((40, 5), np.float32), np.ones(40, np.float32))
     assert not _passes("shard_shapes", program((P(), P("data"), P("data")), *other), split), "other inputs"
     assert not _passes("shard_shapes", None, split) and not _passes("shard_shapes", "a made-up text", split)
+    # text from a student's kernel: a dimension too long for int() and a flood of shard_maps are read, not fatal
+    made_up = "{ lambda ; a:f32[" + "9" * 5000 + "]. let\n" + "b:f32[1] = shard_map[jaxpr=x] a\n" * 20000 + "in (b,) }"
+    assert programs.shard_map_shapes(made_up) == [] and not _passes("shard_shapes", made_up, split)
+    assert programs.largest_value(made_up) == 1
+    assert programs.jaxpr_inputs("{ lambda a:f32[3]\n" * 100_000) is None
 
 
 @pytest.mark.lane

@@ -38,8 +38,10 @@ def feedback_words(root, language: str | None) -> dict[str, str]:
     from . import translate as tr
     from .sentences import GRADER
 
-    path = Path(root) / tr.CATALOGS / str(language) / "LC_MESSAGES" / f"{GRADER}.po"
-    if not language or not path.is_file():
+    if not language:
+        return {}
+    path = tr.Edition(Path(root), language, ()).catalogs / f"{GRADER}.po"
+    if not path.is_file():
         return {}
     try:
         table = tr.translations(tr.read_catalog(path))

@@ -11,6 +11,8 @@ arguments traced (not static), the right types, one program for every call.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 import re
 
@@ -66,7 +68,7 @@ __all__ = ["describe", "equation_count", "main_signature"]
 # Typed variables print as ``name:dtype[dims]`` (a sharding note such as ``{V:data}`` may
 # follow); literals such as ``2.0:f32[]`` start with a digit and are not variables.
 _VAR = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z_0-9]*):([a-z]+[0-9]*)\[([0-9,\s]*)\]")
-_OUTER = re.compile(r"^\{ lambda [^;]*;(.*?)\. let", re.M | re.S)  # constants (captured arrays) before the ';'
+_OUTER = re.compile(r"^\{ lambda ", re.M)  # the start of an unindented program
 _COLOR = re.compile(r"\x1b\[[0-9;]*m")  # JAX colours a printed jaxpr where it thinks a terminal reads it
 
 
@@ -74,10 +76,19 @@ def _plain(text: str) -> str:
     return _COLOR.sub("", text)
 
 
+def _typed_at(text: str) -> list[tuple[int, str, str, tuple[int, ...]]]:
+    """(position, name, dtype, shape) of every typed variable; a dimension of more than 12 digits
+    (no real program has one, a made-up text may) makes its variable unreadable, so skipped."""
+    out = []
+    for match in _VAR.finditer(text):
+        dims = match.group(3).replace(" ", "").replace("\n", "").split(",")
+        if all(len(d) <= 12 for d in dims):
+            out.append((match.start(), match.group(1), match.group(2), tuple(int(d) for d in dims if d)))
+    return out
+
+
 def _typed(text: str) -> list[tuple[str, str, tuple[int, ...]]]:
-    text = _plain(text)
-    return [(name, dtype, tuple(int(d) for d in dims.replace(" ", "").split(",") if d))
-            for name, dtype, dims in _VAR.findall(text)]
+    return [(name, dtype, shape) for _, name, dtype, shape in _typed_at(_plain(text))]
 
 
 def _is_jaxpr(text) -> bool:
@@ -93,8 +104,15 @@ def jaxpr_inputs(text) -> tuple[tuple[str, tuple[int, ...]], ...] | None:
     """
     if not _is_jaxpr(text):
         return None
-    found = _OUTER.findall(_plain(text))
-    return tuple((dtype, shape) for _, dtype, shape in _typed(found[-1])) if found else None
+    text = _plain(text)
+    starts = [m.end() for m in _OUTER.finditer(text)]
+    if not starts:
+        return None
+    semicolon = text.find(";", starts[-1])  # constants (captured arrays) come before it
+    stop = text.find(". let", semicolon)
+    if semicolon < 0 or stop < 0:
+        return None
+    return tuple((dtype, shape) for _, dtype, shape in _typed(text[semicolon + 1:stop]))
 
 
 def largest_value(text) -> int | None:
@@ -107,14 +125,19 @@ def largest_value(text) -> int | None:
     return max((math.prod(shape) for _, _, shape in _typed(text)), default=0)
 
 
-def _closing(text: str, start: int) -> int:
-    """Index just past the ``]`` that closes the ``[`` at ``start`` (types like ``f32[3,5]`` nest evenly)."""
-    depth = 0
-    for i in range(start, len(text)):
-        depth += {"[": 1, "]": -1}.get(text[i], 0)
-        if depth == 0:
-            return i + 1
-    return len(text)
+def _closing_brackets(text: str) -> dict[int, int]:
+    """Position of each ``[`` -> just past the ``]`` that closes it (types like ``f32[3,5]`` nest
+    evenly); one pass, so a text full of brackets costs no more than its length."""
+    pairs, stack = {}, []
+    for match in re.finditer(r"[\[\]]", text):
+        if match.group() == "[":
+            stack.append(match.start())
+        elif stack:
+            pairs[stack.pop()] = match.end()
+    return pairs
+
+
+MAX_SHARD_MAPS = 64  # more than any program of the course has; a longer made-up text is not read further
 
 
 def shard_map_shapes(text) -> list[tuple[tuple[int, ...], tuple[int, ...]]] | None:
@@ -124,31 +147,37 @@ def shard_map_shapes(text) -> list[tuple[tuple[int, ...], tuple[int, ...]]] | No
     Each ``shard_map[...]`` equation names its operands after the closing bracket; their
     types are where they were last defined above it, and the per-device types are the
     inputs of the program in its ``jaxpr=`` parameter (printed inline, or, in newer JAX,
-    by name as a shared ``let <name> = { lambda ...}``).
+    by name as a shared ``let <name> = { lambda ...}``). Linear in the text's length: the
+    text comes from a student's kernel.
     """
     if not _is_jaxpr(text):
         return None
     text, pairs = _plain(text), []
-    for match in re.finditer(r"\bshard_map\[", text):
-        end = _closing(text, match.end() - 1)
+    closing = _closing_brackets(text)
+    defined: dict[str, list[tuple[int, tuple[int, ...]]]] = {}
+    for pos, name, _, shape in _typed_at(text):
+        defined.setdefault(name, []).append((pos, shape))
+    for match in itertools.islice(re.finditer(r"\bshard_map\[", text), MAX_SHARD_MAPS):
+        end = closing.get(match.end() - 1, len(text))
         params = text[match.end():end - 1]
-        body = re.search(r"\bjaxpr=(\{ lambda ;|[A-Za-z_]\w*)", params)
+        body = re.search(r"\bjaxpr=(\{ lambda [^;]*;|[A-Za-z_]\w*)", params)
         if body is None:
             continue
         if body.group(1).startswith("{"):
-            inner_text = params[body.end():]
+            start = match.end() + body.end()
         else:
-            shared = re.search(rf"\b{re.escape(body.group(1))} = \{{ lambda ;", text)
+            shared = re.search(rf"\b{re.escape(body.group(1))} = \{{ lambda [^;]*;", text)
             if shared is None:
                 continue
-            inner_text = text[shared.end():]
-        inner = _typed(inner_text.split(". let", 1)[0])
-        operands = text[end:].split("\n", 1)[0].split()
-        above = text[:match.start()]
+            start = shared.end()
+        stop = text.find(". let", start, start + 100_000)
+        inner = _typed(text[start:stop if stop >= 0 else start])
+        operands = text[end:end + 10_000].split("\n", 1)[0].split()
         for name, (_, _, inner_shape) in zip(operands, inner):
-            defined = [shape for var, _, shape in _typed(above) if var == name]
-            if defined:
-                pairs.append((defined[-1], inner_shape))
+            before = defined.get(name, [])
+            k = bisect.bisect_left(before, (match.start(),))
+            if k:
+                pairs.append((before[k - 1][1], inner_shape))
     return pairs
 
 
