@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import html
 import json
 import shutil
 import subprocess
@@ -73,6 +74,22 @@ def test_demo_grades_the_class(tmp_path):
     assert "Score:" not in korean and "Exercise 1:" not in korean and "Student&#39;s answer" not in korean
     assert "공개 테스트 실패: " in korean, "a visible test's message, in the edition's words"
     assert "BEGIN HIDDEN TESTS" not in korean and "_report(" not in korean
+    # the failed parts' names, as the hidden tests report them, in the edition's words (never the English)
+    from jaxgrader.grading import translate as tr
+    from jaxgrader.grading.localize import Translator
+    from jaxgrader.grading.notebooks import read_notebook
+    from jaxgrader.grading.verdict import parts_of
+
+    catalogs = tr.Edition(course, "ko", ()).catalogs
+    translator = Translator(tr.read_catalog(catalogs / "grader.po"),
+                            tr.read_catalog(catalogs / "source" / "lesson1" / "pure_functions.po"))
+    marked = read_notebook(course / "marked" / "hana" / "lesson1" / "pure_functions.ipynb")
+    shown = [p["name"] for cell in marked.cells for p in [q for q in parts_of(cell) if not q["passed"]][:3]]
+    translated = [(n, translator.part(n)) for n in shown if translator.part(n) != n]
+    assert translated, f"cy's mistakes fail parts with translatable names: {shown}"
+    korean_text, english_text = html.unescape(korean), html.unescape(english)
+    for name, ko in translated:
+        assert f"{ko}: " in korean_text and f"{name}: " not in korean_text and f"{name}: " in english_text, name
     assert "Exercise 1:" in english and "Score:" in english and "연습" not in english
     assert not (course / ".grading" / "gradebook.db").exists(), "the working copy of the gradebook was left behind"
     summary = {r["student"]: r for r in json.loads((course / "grading-summary.json").read_text())}

@@ -103,7 +103,7 @@ def test_translating_every_unit_changes_no_code(english):
     nb = read_notebook(ROOT / english)
     translated = _pseudo_translate(nb)
     assert tu.differences(nb, translated, english) == []
-    units = [m.id for m in tr.template(translated, english) if m.id]
+    units = [m.id for m in tr.template(translated, english) if m.id and not m.context.endswith(tr.PART)]
     left = [u for u in units if "번역" not in u]
     assert units and not left, f"units not replaced: {left[:3]}"
 
@@ -203,6 +203,54 @@ def test_a_translation_that_is_not_a_comment_or_a_literal_is_refused():
         tu.translate_text(CODE, units, lambda t: '"x"); import os; ("' if t.startswith('"f(1)') else None, "ko.po")
     with pytest.raises(tu.CourseError, match="one line starting with '#'"):
         tu.translate_text(CODE, units, lambda t: "# 확인\nimport os" if t.startswith("# check") else None, "ko.po")
+
+
+REPORTING = ('assert f(1) == 2, "f(1) should be 2"\n### BEGIN HIDDEN TESTS\n'
+             'from jaxgrader.checks.report import key as _key, report as _report\n'
+             'for _i in range(2):\n'
+             '    _report(f"f on draw {_i}: the value", f(_i))\n'
+             '_report("f(3), bit for bit", f(3), rule="equal")\n'
+             '_name = "a name in a variable"\n_report(_name, f(4))\nprint("no part; here", 1)\n'
+             '### END HIDDEN TESTS')
+
+
+def test_part_names_are_feedback_units_never_put_in_the_notebook(tmp_path):
+    """The names a hidden test reports parts under are units of the notebook's catalog (context
+    '<cell id>:part', for feedback), but the built notebook keeps its hidden test byte for byte."""
+    assert [REPORTING[u.start:u.end] for u in tu.part_units(REPORTING)] == [
+        'f"f on draw {_i}: the value"', '"f(3), bit for bit"'], "literal first arguments of report only"
+    assert '"f(3), bit for bit"' not in [REPORTING[u.start:u.end] for u in tu.code_units(REPORTING)]
+    nb = _nb("# Title", REPORTING)
+    catalog = tr.template(nb, "notebooks/x.ipynb")
+    parts = {m.id: m.context for m in catalog if m.id and m.context.endswith(tr.PART)}
+    assert parts == {'f"f on draw {_i}: the value"': "c1:part", '"f(3), bit for bit"': "c1:part"}
+    (tmp_path / "i18n" / "ko").mkdir(parents=True)
+    edition = tr.Edition(tmp_path, "ko", ())
+    for message in catalog:
+        if message.id:
+            message.string = _pseudo(message.id, "markdown" if message.context == "m1" else "string")
+    built = tr.build_notebook(nb, catalog, "notebooks/x.ipynb", edition)
+    assert built.cells[1].source == REPORTING.replace('"f(1) should be 2"', '"번역 f(1) should be 2"')
+    for bad, why in [('f"f on draw: the value"', "keep every {field}"), ('f"{_i} {_j}"', "keep every {field}"),
+                     ('"a" + "b"', "one Python string literal")]:
+        catalog.get('f"f on draw {_i}: the value"', context="c1:part").string = bad
+        with pytest.raises(tu.CourseError, match=re.escape(why)):
+            tr.build_notebook(nb, catalog, "notebooks/x.ipynb", edition)
+
+
+def test_every_part_a_hidden_test_reports_is_named_by_a_literal():
+    """So that every part's name has a unit an edition translates (a name built at run time stays English)."""
+    unnamed = []
+    for english in tr.translatable_files(ROOT):
+        if not english.startswith("source/"):
+            continue
+        for cell in read_notebook(ROOT / english).cells:
+            if cell.cell_type == "code" and "### BEGIN HIDDEN TESTS" in cell.source:
+                calls = len(re.findall(r"\b_report\(", cell.source))
+                if calls != len(tu.part_units(cell.source)):
+                    unnamed.append(f"{english} {cell.get('id')}: {calls} report calls, "
+                                   f"{len(tu.part_units(cell.source))} named by a literal")
+    assert not unnamed, "\n".join(unnamed)
 
 
 # --------------------------------------------------------------------------- feedback in the edition's language
@@ -341,6 +389,24 @@ def test_visible_test_messages_are_translated_with_their_fields():
         "공개 테스트 실패: predict가 반환한 shape은 (3,)입니다. 기대한 shape은 (2,)입니다"
     assert translator.line("a visible test failed: the bias is missing") == "공개 테스트 실패: bias가 빠졌습니다"
     assert translator.line("a visible test failed: something else") == "공개 테스트 실패: something else"
+
+
+def test_part_names_in_feedback_are_translated_with_their_fields():
+    """A failed part's name is matched against the notebook's part units (its values carried over), also
+    where the name itself holds the verdict's separators ': ' and '; '; a name without a unit stays."""
+    from jaxgrader.grading.localize import Translator
+
+    catalog = tr.Catalog(locale="ko")
+    catalog.add('f"f on draw {_i}: the value"', context="c1:part", string='f"{_i}번째 입력의 f: 값"')
+    catalog.add('"f(3); bit for bit"', context="c1:part", string='"f(3); 비트 단위로"')
+    catalog.add('"the value"', context="c1", string='"엉뚱한 번역"')  # an assert message, not a part name
+    translator = Translator(tr.read_catalog(tr.load_edition(ROOT, "ko").catalogs / "grader.po"), catalog)
+    names = ["f on draw 0: the value", "f on draw 1: the value", "f(3); bit for bit", "the value"]
+    cell = _judged([(n, 1.0) for n in names], [(n, 2.0) for n in names])
+    translator.verdict(cell)
+    wrong = "기대한 값과 다릅니다 (결과 1, 기대값 2)"
+    assert _texts(cell)[1] == f"0번째 입력의 f: 값: {wrong}; 1번째 입력의 f: 값: {wrong}; f(3); 비트 단위로: {wrong}; ... 그 밖에 1개"
+    assert translator.part("the value") == "the value" and translator.part("(report)") != "(report)"
 
 
 def test_feedback_follows_the_edition_the_student_submitted(tmp_path):

@@ -13,9 +13,10 @@ language, by ``LocalizeFeedback`` (a ``GenerateFeedback`` preprocessor, before
 * the course's cells (prompts, locked cells, the visible part of test cells) are put back in
   the edition's words, from the edition's release, by grade id; the student's cells stay theirs;
 * the verdict's lines are translated through the edition's catalogs: the grader's sentences
-  (``MESSAGES`` below, catalog ``i18n/<lang>/LC_MESSAGES/grader.po``) and the visible tests'
-  assert messages (the notebook's own catalog, f-string fields carried over). A line no template
-  matches stays in English, so nothing is lost.
+  (``MESSAGES`` in ``sentences``, catalog ``i18n/<lang>/LC_MESSAGES/grader.po``), the visible
+  tests' assert messages and the names hidden tests report parts under (the notebook's own
+  catalog, f-string fields carried over: the hidden tests themselves are never translated).
+  A line no template matches stays in English, so nothing is lost.
 """
 
 from __future__ import annotations
@@ -50,7 +51,11 @@ class Translator:
     def __init__(self, grader: Catalog, notebook: Catalog | None = None):
         table = tr.translations(grader)
         self.templates = [(_pattern(m), table[("verdict", m)]) for m in MESSAGES if ("verdict", m) in table]
-        self.assertions = _assertions(notebook) if notebook is not None else []
+        units = tr.translations(notebook).items() if notebook is not None else ()
+        # a cell's feedback units (part names, context "<cell id>:part") and the rest (assert messages)
+        self.parts = _literal_patterns((en, ko) for (context, en), ko in units if (context or "").endswith(tr.PART))
+        self.assertions = _literal_patterns((en, ko) for (context, en), ko in units
+                                            if not (context or "").endswith(tr.PART))
 
     def line(self, text: str) -> str:
         for pattern, translated in self.templates:
@@ -62,11 +67,12 @@ class Translator:
         return text
 
     def assertion(self, text: str) -> str:
-        for pattern, parts in self.assertions:
-            match = pattern.match(text)
-            if match:
-                return "".join(p if kind == "text" else match.group(f"f{p}") for kind, p in parts)
-        return text
+        """A visible test's assert message in the edition's words (its f-string values carried over)."""
+        return _fill(self.assertions, text)
+
+    def part(self, name: str) -> str:
+        """A part's name (what the hidden test reported it as) in the edition's words."""
+        return self.line(name) if name.startswith("(") else _fill(self.parts, name)
 
     def verdict(self, cell) -> None:
         """Translate the verdict's outputs of a judged test cell in place."""
@@ -77,38 +83,35 @@ class Translator:
                 parts = meta.get("parts", [])
                 output["data"]["text/plain"] = self.line(output["data"].get("text/plain", ""))
             elif output.get("output_type") == "error" and output.get("ename") == "TestFailed":
-                lines = _lines(output["evalue"], parts)
-                head = len(lines) > len(_tail(output["evalue"], parts))  # the visible test's line comes first
-                output["evalue"] = "; ".join(self.line(line) if i == 0 and head else self._part(line)
-                                             for i, line in enumerate(lines))
+                head, tail = _split(output["evalue"], parts)
+                lines = ([self.line(head)] if head else []) + [
+                    self.line(line) if part is None else f"{self.part(part['name'])}: {self.line(part['message'])}"
+                    for line, part in tail]
+                output["evalue"] = "; ".join(lines)
                 output["traceback"] = [f"TestFailed: {output['evalue']}"]
 
-    def _part(self, line: str) -> str:
-        name, sep, message = line.partition(": ")
-        if line.startswith("... and "):
-            return self.line(line)
-        if not sep:
-            return self.line(line)
-        # a part's name is the hidden test's (an expression: kept), or the verdict's own "(...)"
-        return (self.line(name) if name.startswith("(") else name) + sep + self.line(message)
+
+def _fill(patterns: list[tuple[re.Pattern, list]], text: str) -> str:
+    for pattern, parts in patterns:
+        match = pattern.match(text)
+        if match:
+            return "".join(p if kind == "text" else match.group(f"f{p}") for kind, p in parts)
+    return text
 
 
-def _tail(evalue: str, parts: list[dict]) -> list[str]:
-    """The part lines the verdict put at the end of its error (failed parts, maybe '... and N more')."""
-    failed = [f"{p['name']}: {p['message']}" for p in parts if not p.get("passed")]
+def _split(evalue: str, parts: list[dict]) -> tuple[str, list[tuple[str, dict | None]]]:
+    """The verdict's error as (its visible test's line or "", [(line, the failed part it names, or None for
+    '... and N more')]): failed parts come last, in order, and their names may hold ': ' or '; '."""
+    failed = [p for p in parts if not p.get("passed")]
     for k in range(len(failed), -1, -1):
-        tail = failed[:k] + ([f"... and {len(failed) - k} more"] if k < len(failed) else [])
-        joined = "; ".join(tail)
-        if tail and (evalue == joined or evalue.endswith("; " + joined)):
-            return tail
-    return []
-
-
-def _lines(evalue: str, parts: list[dict]) -> list[str]:
-    tail = _tail(evalue, parts)
-    joined = "; ".join(tail)
-    head = evalue[: len(evalue) - len(joined)].removesuffix("; ") if tail else evalue
-    return ([head] if head else []) + tail
+        tail = [(f"{p['name']}: {p['message']}", p) for p in failed[:k]]
+        tail += [(f"... and {len(failed) - k} more", None)] if k < len(failed) else []
+        joined = "; ".join(line for line, _ in tail)
+        if tail and evalue == joined:
+            return "", tail
+        if tail and evalue.endswith("; " + joined):
+            return evalue[: -len(joined) - 2], tail
+    return evalue, []
 
 
 def _literal_parts(source: str):
@@ -124,10 +127,12 @@ def _literal_parts(source: str):
     return None
 
 
-def _assertions(catalog: Catalog) -> list[tuple[re.Pattern, list]]:
-    """English assert messages as patterns (f-string fields captured) with the edition's parts."""
+def _literal_patterns(pairs) -> list[tuple[re.Pattern, list]]:
+    """(English literal, translated literal) source pairs as patterns matching the English text (f-string
+    fields captured) with the translation's parts; a pair that is not two literals, or whose translation
+    has a field the English lacks, is left out (that text stays English)."""
     out = []
-    for (_, english), translated in tr.translations(catalog).items():
+    for english, translated in pairs:
         en, ko = _literal_parts(english), _literal_parts(translated)
         if en is None or ko is None:
             continue
@@ -140,10 +145,12 @@ def _assertions(catalog: Catalog) -> list[tuple[re.Pattern, list]]:
                 pattern.append(f"(?P=f{keys[p]})" if keys[p] in seen else f"(?P<f{keys[p]}>.*?)")
                 seen.add(keys[p])
         if any(kind == "field" and p not in keys for kind, p in ko):
-            continue  # a field the English does not have: keep the English message
-        out.append((re.compile("".join(pattern) + r"\Z", re.DOTALL),
+            continue
+        specific = sum(len(p) for kind, p in en if kind == "text")
+        out.append((specific, re.compile("".join(pattern) + r"\Z", re.DOTALL),
                     [(kind, p if kind == "text" else keys[p]) for kind, p in ko]))
-    return out
+    # most literal text first: a text two patterns match takes the more specific one's translation
+    return [(pattern, parts) for _, pattern, parts in sorted(out, key=lambda item: -item[0])]
 
 
 # --------------------------------------------------------------------------- the preprocessor

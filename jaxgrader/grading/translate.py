@@ -35,7 +35,7 @@ from babel.messages.pofile import read_po, write_po
 from .. import course_style
 from .config import CourseError
 from .sentences import GRADER, STUBS, grader_template
-from .translation_units import LINK, cell_units, markdown_units, translate_text
+from .translation_units import LINK, cell_units, check_part, markdown_units, part_units, translate_text
 
 CATALOGS = "i18n"
 GRADER_SENTENCES = "the grader's sentences"
@@ -56,18 +56,33 @@ def _cell_id(cell, path: str, index: int) -> str:
     return cell["id"]
 
 
+PART = ":part"  # msgctxt suffix of a cell's feedback units (part names), kept apart from its notebook units
+
+
+def part_context(cell_id: str) -> str:
+    return cell_id + PART
+
+
 def template(nb, path: str) -> Catalog:
-    """The catalog of a notebook's units, untranslated (what a ``.pot`` file holds)."""
+    """The catalog of a notebook's units, untranslated (what a ``.pot`` file holds), then its feedback
+    units: the names hidden tests report parts under, translated for feedback only."""
     catalog = Catalog(project=PROJECT, fuzzy=False)
     for index, cell in enumerate(nb.cells):
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        where = f"{cell.cell_type} cell {index + 1}" + (f", {grade_id}" if grade_id else "")
         for unit in cell_units(cell):
-            grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-            note = f"{cell.cell_type} cell {index + 1}" + (f", {grade_id}" if grade_id else "")
+            note = where
             if unit.kind != "markdown":
                 note += f", {unit.kind}: keep it a Python " + ("comment" if unit.kind == "comment" else
                                                              "string literal, same quotes and {fields}")
             catalog.add(cell.source[unit.start:unit.end], context=_cell_id(cell, path, index),
                         locations=[(path, index + 1)], auto_comments=[note])
+        if cell.cell_type == "code":
+            for unit in part_units(cell.source):
+                catalog.add(cell.source[unit.start:unit.end], context=part_context(_cell_id(cell, path, index)),
+                            locations=[(path, index + 1)], auto_comments=[
+                                f"{where}, part name: the name of a graded part, shown only in feedback (the hidden "
+                                "test keeps the English); keep it a Python string literal, same quotes and {fields}"])
     return catalog
 
 
@@ -248,6 +263,10 @@ def build_notebook(nb, catalog: Catalog, english: str, edition: Edition):
     where = str(edition.catalog_path(english).relative_to(edition.root))
     out = copy.deepcopy(nb)
     for cell in out.cells:
+        for unit in part_units(cell.source) if cell.cell_type == "code" else ():
+            name = cell.source[unit.start:unit.end]
+            if (part_context(cell.get("id")), name) in table:  # used in feedback only: checked here, where a translator sees it
+                check_part(name, table[(part_context(cell.get("id")), name)], where)
         cell.source = translate_text(cell.source, cell_units(cell), lambda text, c=cell: table.get((c.get("id"), text)),
                                      where, lambda text, only: _relink(text, english, edition, only))
     return out

@@ -18,6 +18,10 @@ Units (docs/translating.md):
   inside a solution (``### BEGIN SOLUTION``) or a hidden test (``### BEGIN HIDDEN
   TESTS``): those stay byte-identical. Plot labels are not units: figures keep their
   English labels, so no notebook needs a font with Hangul.
+
+Feedback units (``part_units``) are the one exception inside hidden tests: the name a hidden
+test reports a part under is shown in the feedback a student reads, so an edition translates
+it, but only there (``localize``); the hidden test itself is never changed.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ class Unit:
 
     start: int
     end: int
-    kind: str  # "markdown", "comment" or "string"
+    kind: str  # "markdown", "comment", "string", or "part" (a feedback unit, never put back in the notebook)
 
 
 def _has_text(markdown: str) -> bool:
@@ -219,6 +223,55 @@ def code_units(source: str) -> list[Unit]:
                 and _LETTER.search(tok.string):
             units.append(Unit(at(*tok.start), at(*tok.end), "comment"))
     return sorted(units, key=lambda u: u.start)
+
+
+REPORT_MODULE = "jaxgrader.checks.report"
+
+
+def _report_names(tree) -> set[str]:
+    """The names a cell binds to ``jaxgrader.checks.report.report`` (``from ... import report as _report``)."""
+    return {alias.asname or alias.name for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module == REPORT_MODULE
+            for alias in node.names if alias.name == "report"}
+
+
+def part_units(source: str) -> list[Unit]:
+    """Feedback units of a test cell: each part's name, the first argument of a ``report`` call when it
+    is a string literal (``_report(f"b (scale={_scale})", ...)``). The verdict shows these names in
+    feedback, so an edition translates them there; they sit in hidden tests, so the notebook keeps
+    them as they are (``translate_text`` is never given these units)."""
+    tree, _ = _parse(source)
+    if tree is None:
+        return []
+    names, at = _report_names(tree), _offsets(source)
+    units = [Unit(at(node.args[0].lineno, node.args[0].col_offset, True),
+                  at(node.args[0].end_lineno, node.args[0].end_col_offset, True), "part")
+             for node in ast.walk(tree)
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names
+             and node.args and _is_text(node.args[0]) and _LETTER.search(_literal_text(node.args[0]))]
+    return sorted(set(units), key=lambda u: u.start)
+
+
+def literal_fields(source: str) -> list[str] | None:
+    """A string literal's f-string fields (as syntax, sorted), or None if ``source`` is not one literal."""
+    try:
+        node = ast.parse(f"(\n{source}\n)", mode="eval").body
+    except SyntaxError:
+        return None
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return []
+    if isinstance(node, ast.JoinedStr):
+        return sorted(ast.dump(v) for v in node.values if isinstance(v, ast.FormattedValue))
+    return None
+
+
+def check_part(english: str, translated: str, where: str) -> None:
+    """A part name's translation must be one string literal with the English's {fields}: the grader
+    fills them from the name the reference run reported."""
+    if literal_fields(translated) is None:
+        raise CourseError(f"{where}: the translation of part name {english!r} must be one Python string literal")
+    if literal_fields(translated) != literal_fields(english):
+        raise CourseError(f"{where}: the translation of part name {english!r} must keep every {{field}} of it")
 
 
 def cell_units(cell) -> list[Unit]:
