@@ -142,6 +142,13 @@ def test_units_are_what_a_student_reads_and_nothing_used_as_data():
     assert [code[u.start:u.end] for u in tu.code_units(code)] == [
         '"the sum, not the mean"', '"off by one"', 'f"f(1) raised {exc}"', '"the whole output"'
     ], "hints an assert names, an exception's message; a printed line the test counts is data"
+    code = ('def half(x):\n    """Half of x."""\n    return x / 2\n'
+            'assert half(4) == 2, f"half(4) is {half(4)}: " + ("divide, do not multiply" if half(4) == 8 else\n'
+            '                                               "check " + "the sign")\n'
+            'assert mode() == "train mode", "mode() must return " + repr("train mode")\n')
+    assert [code[u.start:u.end] for u in tu.code_units(code)] == [
+        '"""Half of x."""', 'f"half(4) is {half(4)}: "', '"divide, do not multiply"', '"check "', '"the sign"',
+        '"mode() must return "'], "docstrings, and the literals a message is joined from (not data it quotes)"
 
 
 def test_a_changed_english_unit_is_stale_until_translated_again(tmp_path):

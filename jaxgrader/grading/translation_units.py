@@ -10,13 +10,13 @@ Units (docs/translating.md):
 
 * a markdown cell's paragraphs (blank-line separated; a table's rows one by one;
   fenced code blocks are copied, not translated, but for their whole-line comments);
-* in a code cell, comments and the string literals a student reads: an ``assert``'s
-  message (also one named in the assert and drawn from a literal list, as in ``for hint,
-  case in [("...", ...)]: assert ..., hint``), the message an exception is raised with,
-  and the strings passed to ``print`` (those of two words or more, unless the same text
-  is also data in the cell, e.g. a printed line the test then counts). Never
-  inside a solution (``### BEGIN SOLUTION``) or a hidden test (``### BEGIN HIDDEN
-  TESTS``): those stay byte-identical. Plot labels are not units: figures keep their
+* in a code cell, comments and the string literals a student reads: the literals an
+  ``assert``'s message is made of (also one named in the assert and drawn from a literal list,
+  as in ``for hint, case in [("...", ...)]: assert ..., hint``), those of the message an
+  exception is raised with, docstrings, and the strings passed to ``print`` (those of two
+  words or more, unless the same text is also data in the cell, e.g. a printed line the test
+  then counts). Never inside a solution (``### BEGIN SOLUTION``) or a hidden test (``### BEGIN
+  HIDDEN TESTS``): those stay byte-identical. Plot labels are not units: figures keep their
   English labels, so no notebook needs a font with Hangul.
 
 Feedback units (``part_units``) are the one exception inside hidden tests: the name a hidden
@@ -185,16 +185,36 @@ def _named_messages(tree) -> list[ast.expr]:
     return found
 
 
+def _message_literals(node) -> list[ast.expr]:
+    """The literals a message is made of: the message itself, the operands of ``+``, both branches of
+    ``a if c else b`` (never the condition, nor a call's arguments: those are data)."""
+    if _is_text(node):
+        return [node]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _message_literals(node.left) + _message_literals(node.right)
+    if isinstance(node, ast.IfExp):
+        return _message_literals(node.body) + _message_literals(node.orelse)
+    return []
+
+
+def _docstrings(tree) -> list[ast.expr]:
+    """Docstrings of the cell's functions and classes (and a cell that opens with a string)."""
+    return [node.body[0].value for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body
+            and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+            and isinstance(node.body[0].value.value, str)]
+
+
 def _read_strings(tree) -> list[tuple[ast.expr, bool]]:
-    """String literals a student reads: (node, always) for messages (always: an assert's, an exception's)
-    and print arguments (only when worded, and not when the same text is data elsewhere in the cell)."""
-    found, printed = [], []
+    """String literals a student reads: (node, always) for messages (always: what an assert's or an
+    exception's message is made of) and docstrings, and print arguments (only when worded, and not when
+    the same text is data elsewhere in the cell)."""
+    found, printed = [(node, True) for node in _docstrings(tree)], []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assert) and node.msg is not None and _is_text(node.msg):
-            found.append((node.msg, True))
-        elif isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args \
-                and _is_text(node.exc.args[0]):
-            found.append((node.exc.args[0], True))
+        if isinstance(node, ast.Assert) and node.msg is not None:
+            found.extend((literal, True) for literal in _message_literals(node.msg))
+        elif isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
+            found.extend((literal, True) for literal in _message_literals(node.exc.args[0]))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
             printed.extend(arg for arg in node.args if _is_text(arg))
     found += [(node, True) for node in _named_messages(tree)]
