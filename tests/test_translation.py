@@ -89,10 +89,13 @@ def _pseudo(unit_text: str, kind: str) -> str:
 
 
 def _pseudo_translate(nb):
+    """Every unit translated, and the outputs as ``build`` writes them."""
     out = nbformat.from_dict(nb)
-    for cell in out.cells:
+    for english, cell in zip(nb.cells, out.cells):
         cell.source = tu.translate_text(cell.source, tu.cell_units(cell), lambda t, c=cell: _pseudo(
             t, next(u.kind for u in tu.cell_units(c) if c.source[u.start:u.end] == t)), "test")
+        if cell.cell_type == "code":
+            cell.outputs = tu.printed_outputs(english, cell.source)
     return out
 
 
@@ -202,6 +205,29 @@ def test_differences_catch_what_is_not_text(change, expected):
     change(translated)
     found = tu.differences(english, translated)
     assert found and expected in found[0], found
+
+
+def test_printed_outputs_follow_the_translated_print_strings():
+    """A built lecture's committed outputs say what its translated ``print`` calls would print; values,
+    and anything else in the outputs, stay as the English run wrote them (and differences checks it)."""
+    english = _nb("# Title", 'print("the value is", v, "| after the step:", w)\nprint(f"{n} compilations for n = {ns}")\n'
+                  'print("data")\nv')
+    english.cells[1].outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text="the value is 3 | after the step: [1 2]\n"
+                               "7 compilations for n = (1, 2)\ndata\n"),
+        nbformat.v4.new_output("execute_result", data={"text/plain": "the value is 3"}, execution_count=1)]
+    korean = nbformat.from_dict(english)
+    korean.cells[1].source = ('print("값은", v, "| step 후:", w)\nprint(f"n = {ns}일 때 컴파일 {n}번")\n'
+                              'print("data")\nv')
+    outputs = tu.printed_outputs(english.cells[1], korean.cells[1].source)
+    assert outputs[0]["text"] == "값은 3 | step 후: [1 2]\nn = (1, 2)일 때 컴파일 7번\ndata\n"
+    assert outputs[1] == english.cells[1].outputs[1], "only what print wrote"
+    assert english.cells[1].outputs[0]["text"].startswith("the value is"), "the English is not touched"
+    assert tu.differences(english, korean) == [" cell 2: outputs differ (other than the text of translated print strings)"]
+    korean.cells[1].outputs = outputs
+    assert tu.differences(english, korean) == []
+    korean.cells[1].outputs[0]["text"] = korean.cells[1].outputs[0]["text"].replace("3", "4")
+    assert tu.differences(english, korean), "a changed value is a difference"
 
 
 def test_a_translation_that_is_not_a_comment_or_a_literal_is_refused():

@@ -21,7 +21,6 @@ language, by ``LocalizeFeedback`` (a ``GenerateFeedback`` preprocessor, before
 
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool
 
 from . import translate as tr
+from . import translation_units as tu
 from .sentences import GRADER, MESSAGES
 
 _FIELD = re.compile(r"\{(\w+)\}")
@@ -51,11 +51,11 @@ class Translator:
     def __init__(self, grader: Catalog, notebook: Catalog | None = None):
         table = tr.translations(grader)
         self.templates = [(_pattern(m), table[("verdict", m)]) for m in MESSAGES if ("verdict", m) in table]
-        units = tr.translations(notebook).items() if notebook is not None else ()
+        units = [(context or "", tu.literal_parts(en), tu.literal_parts(ko))
+                 for (context, en), ko in (tr.translations(notebook).items() if notebook is not None else ())]
         # a cell's feedback units (part names, context "<cell id>:part") and the rest (assert messages)
-        self.parts = _literal_patterns((en, ko) for (context, en), ko in units if (context or "").endswith(tr.PART))
-        self.assertions = _literal_patterns((en, ko) for (context, en), ko in units
-                                            if not (context or "").endswith(tr.PART))
+        self.parts = tu.literal_patterns((en, ko) for context, en, ko in units if context.endswith(tr.PART))
+        self.assertions = tu.literal_patterns((en, ko) for context, en, ko in units if not context.endswith(tr.PART))
 
     def line(self, text: str) -> str:
         for pattern, translated in self.templates:
@@ -68,11 +68,11 @@ class Translator:
 
     def assertion(self, text: str) -> str:
         """A visible test's assert message in the edition's words (its f-string values carried over)."""
-        return _fill(self.assertions, text)
+        return tu.fill(self.assertions, text)
 
     def part(self, name: str) -> str:
         """A part's name (what the hidden test reported it as) in the edition's words."""
-        return self.line(name) if name.startswith("(") else _fill(self.parts, name)
+        return self.line(name) if name.startswith("(") else tu.fill(self.parts, name)
 
     def verdict(self, cell) -> None:
         """Translate the verdict's outputs of a judged test cell in place."""
@@ -91,14 +91,6 @@ class Translator:
                 output["traceback"] = [f"TestFailed: {output['evalue']}"]
 
 
-def _fill(patterns: list[tuple[re.Pattern, list]], text: str) -> str:
-    for pattern, parts in patterns:
-        match = pattern.match(text)
-        if match:
-            return "".join(p if kind == "text" else match.group(f"f{p}") for kind, p in parts)
-    return text
-
-
 def _split(evalue: str, parts: list[dict]) -> tuple[str, list[tuple[str, dict | None]]]:
     """The verdict's error as (its visible test's line or "", [(line, the failed part it names, or None for
     '... and N more')]): failed parts come last, in order, and their names may hold ': ' or '; '."""
@@ -112,45 +104,6 @@ def _split(evalue: str, parts: list[dict]) -> tuple[str, list[tuple[str, dict | 
         if tail and evalue.endswith("; " + joined):
             return evalue[: -len(joined) - 2], tail
     return evalue, []
-
-
-def _literal_parts(source: str):
-    """A string literal's source as [("text", str) | ("field", index)] with field keys, or None."""
-    try:
-        node = ast.parse(f"(\n{source}\n)", mode="eval").body
-    except SyntaxError:
-        return None
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return [("text", node.value)]
-    if isinstance(node, ast.JoinedStr):
-        return [("text", v.value) if isinstance(v, ast.Constant) else ("field", ast.dump(v)) for v in node.values]
-    return None
-
-
-def _literal_patterns(pairs) -> list[tuple[re.Pattern, list]]:
-    """(English literal, translated literal) source pairs as patterns matching the English text (f-string
-    fields captured) with the translation's parts; a pair that is not two literals, or whose translation
-    has a field the English lacks, is left out (that text stays English)."""
-    out = []
-    for english, translated in pairs:
-        en, ko = _literal_parts(english), _literal_parts(translated)
-        if en is None or ko is None:
-            continue
-        keys = {p: i for i, (kind, p) in reversed(list(enumerate(en))) if kind == "field"}
-        pattern, seen = [], set()
-        for kind, p in en:
-            if kind == "text":
-                pattern.append(re.escape(p))
-            else:
-                pattern.append(f"(?P=f{keys[p]})" if keys[p] in seen else f"(?P<f{keys[p]}>.*?)")
-                seen.add(keys[p])
-        if any(kind == "field" and p not in keys for kind, p in ko):
-            continue
-        specific = sum(len(p) for kind, p in en if kind == "text")
-        out.append((specific, re.compile("".join(pattern) + r"\Z", re.DOTALL),
-                    [(kind, p if kind == "text" else keys[p]) for kind, p in ko]))
-    # most literal text first: a text two patterns match takes the more specific one's translation
-    return [(pattern, parts) for _, pattern, parts in sorted(out, key=lambda item: -item[0])]
 
 
 # --------------------------------------------------------------------------- the preprocessor

@@ -35,7 +35,8 @@ from babel.messages.pofile import read_po, write_po
 from .. import course_style
 from .config import CourseError
 from .sentences import GRADER, STUBS, grader_template
-from .translation_units import LINK, cell_units, check_part, markdown_units, part_units, translate_text
+from .translation_units import (LINK, cell_units, check_part, markdown_units, part_units, printed_outputs,
+                                translate_text)
 
 CATALOGS = "i18n"
 GRADER_SENTENCES = "the grader's sentences"
@@ -258,17 +259,20 @@ def _relink(text: str, english: str, edition: Edition, only: set[str] | None = N
 
 
 def build_notebook(nb, catalog: Catalog, english: str, edition: Edition):
-    """The edition of a notebook: units translated, links pointed into the edition, all else copied."""
+    """The edition of a notebook: units translated, links pointed into the edition, what the translated
+    ``print`` calls wrote in the committed outputs in the edition's words, all else copied."""
     table = translations(catalog)
     where = str(edition.catalog_path(english).relative_to(edition.root))
     out = copy.deepcopy(nb)
-    for cell in out.cells:
+    for english_cell, cell in zip(nb.cells, out.cells):
         for unit in part_units(cell.source) if cell.cell_type == "code" else ():
             name = cell.source[unit.start:unit.end]
             if (part_context(cell.get("id")), name) in table:  # used in feedback only: checked here, where a translator sees it
                 check_part(name, table[(part_context(cell.get("id")), name)], where)
         cell.source = translate_text(cell.source, cell_units(cell), lambda text, c=cell: table.get((c.get("id"), text)),
                                      where, lambda text, only: _relink(text, english, edition, only))
+        if cell.cell_type == "code":
+            cell.outputs = printed_outputs(english_cell, cell.source)
     return out
 
 
