@@ -74,28 +74,70 @@ def test_demo_grades_the_class(tmp_path):
     assert "Score:" not in korean and "Exercise 1:" not in korean and "Student&#39;s answer" not in korean
     assert "공개 테스트 실패: " in korean, "a visible test's message, in the edition's words"
     assert "BEGIN HIDDEN TESTS" not in korean and "_report(" not in korean
-    # the failed parts' names, as the hidden tests report them, in the edition's words (never the English)
-    from jaxgrader.grading import translate as tr
-    from jaxgrader.grading.localize import Translator
-    from jaxgrader.grading.notebooks import read_notebook
-    from jaxgrader.grading.verdict import parts_of
-
-    catalogs = tr.Edition(course, "ko", ()).catalogs
-    translator = Translator(tr.read_catalog(catalogs / "grader.po"),
-                            tr.read_catalog(catalogs / "source" / "lesson1" / "pure_functions.po"))
-    marked = read_notebook(course / "marked" / "hana" / "lesson1" / "pure_functions.ipynb")
-    shown = [p["name"] for cell in marked.cells for p in [q for q in parts_of(cell) if not q["passed"]][:3]]
-    translated = [(n, translator.part(n)) for n in shown if translator.part(n) != n]
-    assert translated, f"cy's mistakes fail parts with translatable names: {shown}"
-    korean_text, english_text = html.unescape(korean), html.unescape(english)
-    for name, ko in translated:
-        assert f"{ko}: " in korean_text and f"{name}: " not in korean_text and f"{name}: " in english_text, name
+    for name in _failed_part_names_in_korean(course / "marked" / "hana" / "lesson1" / "pure_functions.ipynb", korean):
+        assert f"{name}: " in html.unescape(english), name
     assert "Exercise 1:" in english and "Score:" in english and "연습" not in english
     assert not (course / ".grading" / "gradebook.db").exists(), "the working copy of the gradebook was left behind"
     summary = {r["student"]: r for r in json.loads((course / "grading-summary.json").read_text())}
     parts = [p for cell in summary["ada"]["cells"]["pure_functions"].values() for p in cell["parts"]]
     assert parts and {p["evidence"] for p in parts} <= {"checked", "kernel"}
     assert 0 <= summary["ada"]["kernel_points"] <= summary["ada"]["score"]
+
+
+def _failed_part_names_in_korean(autograded, page: str) -> list[str]:
+    """The failed parts a Korean feedback page shows (autograded: the graded notebook) are named in
+    Korean, never by the hidden test's English; returns the English names."""
+    from jaxgrader.grading import translate as tr
+    from jaxgrader.grading.localize import Translator
+    from jaxgrader.grading.notebooks import read_notebook
+    from jaxgrader.grading.verdict import parts_of
+
+    catalogs = tr.Edition(autograded.parents[3], "ko", ()).catalogs
+    translator = Translator(tr.read_catalog(catalogs / "grader.po"),
+                            tr.read_catalog(catalogs / "source" / "lesson1" / "pure_functions.po"))
+    shown = [p["name"] for cell in read_notebook(autograded).cells
+             for p in [q for q in parts_of(cell) if not q["passed"]][:3]]
+    translated = [(n, translator.part(n)) for n in shown if translator.part(n) != n]
+    assert translated, f"the mistakes fail parts with translatable names: {shown}"
+    text = html.unescape(page)
+    for name, ko in translated:
+        assert f"{ko}: " in text and f"{name}: " not in text, name
+    return [name for name, _ in translated]
+
+
+def test_an_edition_placed_side_by_side_has_its_own_column(tmp_path):
+    """`jaxgrader translate side-by-side ko -a lesson1` places the Korean lesson 1 as assignment lesson1-ko.
+    A Korean student who submits there is graded in that column, scoring what the same code scores (the
+    demo catalogue's cy: every cell one of its answers breaks is lost, nothing else), in Korean feedback."""
+    from jaxgrader.grading.demo import answers_for
+    from jaxgrader.grading.notebooks import read_notebook, write_submission
+    from jaxgrader.grading.trials import wrong_answers
+
+    course = _course(tmp_path, editions=("ko",))
+    placed = _jaxgrader(course, "translate", "side-by-side", "ko", "-a", "lesson1")
+    assert placed.returncode == 0, placed.stderr[-2000:]
+    release = course / "release" / "lesson1-ko"
+    assert (course / "source" / "lesson1-ko" / "pure_functions.ipynb").is_file()
+    assert "BEGIN HIDDEN TESTS" not in (release / "pure_functions.ipynb").read_text(encoding="utf-8")
+    assert "연습 1" in (release / "pure_functions.ipynb").read_text(encoding="utf-8")
+    unknown = _jaxgrader(course, "translate", "side-by-side", "ko", "-a", "lesson9")
+    assert unknown.returncode == 2 and "ko/source: the edition has no lesson9 (it has: lesson1" in unknown.stderr
+
+    write_submission(release, course / "submitted" / "hana" / "lesson1-ko",
+                     {"pure_functions": answers_for(course, "lesson1", "pure_functions", "cy")})
+    run = _jaxgrader(course, "grade", "-a", "lesson1-ko")
+    assert run.returncode == 0, run.stderr[-2000:]
+    tests = {c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"]["points"]
+             for c in read_notebook(course / "source" / "lesson1" / "pure_functions.ipynb").cells
+             if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")}
+    broken = {g for w in wrong_answers(course, "lesson1") if w.get("demo") for g in w["fails"]}
+    with open(course / "grades.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(r["assignment"], r["student_id"]) for r in rows] == [("lesson1-ko", "hana")]
+    assert float(rows[0]["score"]) == sum(tests.values()) - sum(tests[g] for g in broken) > 0
+    page = (course / "feedback" / "hana" / "lesson1-ko" / "pure_functions.html").read_text(encoding="utf-8")
+    assert "연습 1:" in page and "점수:" in page and "실패:" in page and "Score:" not in page
+    _failed_part_names_in_korean(course / "autograded" / "hana" / "lesson1-ko" / "pure_functions.ipynb", page)
 
 
 def test_a_misspelt_setting_is_one_line_naming_it(tmp_path):

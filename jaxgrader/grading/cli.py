@@ -7,6 +7,7 @@
     jaxgrader publish              # point Colab badges and links at course_style.REPOSITORY/BRANCH
     jaxgrader trials lesson3       # grade the solution, the release and each wrong answer
     jaxgrader translate update ko  # editions in other languages (docs/translating.md)
+    jaxgrader translate side-by-side ko   # grade an edition in gradebook columns of its own
     jaxgrader report [-a A]        # the class report per assignment (reports/<assignment>.html, .csv)
     jaxgrader export --format canvas|moodle|csv [-a A] [-o FILE]   # grades in an LMS's import format
 """
@@ -62,8 +63,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="one trial student per wrong answer (default: answers to different cells share one)")
     translate = sub.add_parser("translate", help="editions in other languages: extract templates, update a "
                                "language's catalogs, build its edition, or print its status (docs/translating.md)")
-    translate.add_argument("action", choices=["extract", "update", "build", "status"])
+    translate.add_argument("action", choices=["extract", "update", "build", "status", "side-by-side"],
+                           help="side-by-side: place the edition's assignments in the course as assignments of "
+                           "their own (lesson1-ko), graded in a gradebook column of their own (docs/grading.md)")
     translate.add_argument("language", nargs="?", default="ko", help="language code (default: ko)")
+    translate.add_argument("-a", "--assignment", action="append", help="side-by-side: only this assignment")
     report = sub.add_parser("report", help="write the class report (reports/<assignment>.html and .csv)")
     report.add_argument("-a", "--assignment", action="append", help="only this assignment (repeatable)")
     export = sub.add_parser("export", help="write grades in an LMS's gradebook import format")
@@ -82,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "translate":
             from .translate import command
 
-            return command(root, args.action, args.language)
+            return command(root, args.action, args.language, args.assignment)
         if args.command in ("report", "export"):  # jaxgrader/grading/class_report.py, lms_export.py
             from .class_report import write_reports
             from .lms_export import export_grades as lms_export

@@ -64,6 +64,9 @@ class NamePartsInFeedback(NbGraderPreprocessor):
         words = feedback_words(coursedir.root, language)
         names = {}
         if info.get("assignment") and info.get("notebook"):
-            names = source_names(coursedir, info["assignment"], info["notebook"], language, words)
+            from .translate import edition_assignment
+
+            assignment, _ = edition_assignment(coursedir, info["assignment"])  # lesson1-ko: lesson1's headings
+            names = source_names(coursedir, assignment, info["notebook"], language, words)
         resources["jaxgrader_feedback"] = {"names": names, "words": words}
         return nb, resources

@@ -9,7 +9,9 @@ language, by ``LocalizeFeedback`` (a ``GenerateFeedback`` preprocessor, before
 ``HideHiddenTests``):
 
 * the edition is recognised from the submission itself (``submitted/``): the edition whose
-  release its locked cells match most, English on a tie; nothing the student could gain by it;
+  release its locked cells match most, English on a tie; nothing the student could gain by it.
+  An assignment an edition was placed as (``lesson1-ko``, ``translate.side_by_side``) is that
+  edition's, whatever was submitted;
 * the course's cells (prompts, locked cells, the visible part of test cells) are put back in
   the edition's words, from the edition's release, by grade id; the student's cells stay theirs;
 * the verdict's lines are translated through the edition's catalogs: the grader's sentences
@@ -174,15 +176,16 @@ class LocalizeFeedback(NbGraderPreprocessor):
         coursedir = CourseDirectory(config=self.config)
         if not self.enabled or not tr.languages(Path(coursedir.root)):
             return nb, resources
+        assignment, language = tr.edition_assignment(coursedir, info.get("assignment", ""))  # placed side by side
         submitted = Path(coursedir.format_path(coursedir.submitted_directory, info.get("student", ""),
                                                info.get("assignment", ""))) / f"{info.get('notebook')}.ipynb"
         try:
-            language = edition_of(read_notebook(submitted), coursedir, info["assignment"], info["notebook"])
+            language = language or edition_of(read_notebook(submitted), coursedir, assignment, info["notebook"])
         except (NotebookError, KeyError):
             return nb, resources
         if language:
             try:
-                nb = localize(nb, coursedir, language, info["assignment"], info["notebook"])
+                nb = localize(nb, coursedir, language, assignment, info["notebook"])
             except (tr.CourseError, NotebookError) as exc:  # a broken catalog costs the language, not the feedback
                 self.log.warning("feedback for %s stays in English: %s", info.get("student"), exc)
                 return nb, resources

@@ -293,6 +293,57 @@ def built_text(edition: Edition, english: str) -> str:
     return nbformat.writes(build_notebook(_read(source), catalog, english, edition)) + "\n"
 
 
+# --------------------------------------------------------------------------- an edition's assignments side by side
+
+SIDE_BY_SIDE = "{assignment}-{language}"  # an edition's assignment placed in the course as one of its own
+
+
+def side_by_side(root: Path, language: str, assignments: list[str] | None = None) -> list[str]:
+    """Place an edition's assignments in the course as assignments of their own (``lesson1-ko``: a column
+    of their own in the gradebook; docs/grading.md, "Editions"): ``<lang>/source/<a>`` is copied to the
+    course's ``source/<a>-<lang>`` (an earlier copy replaced), then nbgrader's generate_assignment writes
+    ``release/<a>-<lang>`` and the gradebook's entry. Returns the placed assignments' names."""
+    import shutil
+
+    from .config import load_config, make_api
+    from .coursedir import coursedir_of, edition_coursedir, folder
+    from .references import generate
+
+    config = load_config(root)
+    coursedir = coursedir_of(config)
+    # what `build` wrote, not edition.toml: a teacher's grading copy of the course may lack the lectures it declares
+    built = folder(edition_coursedir(coursedir, language), "source")
+    have = sorted(p.name for p in built.iterdir() if p.is_dir()) if built.is_dir() else []
+    missing = [a for a in assignments or [] if a not in have] or ([] if have else [language])
+    if missing or language not in languages(root):
+        raise CourseError(f"{built}: the edition has no {', '.join(missing) or 'declaration'} "
+                          f"(it has: {', '.join(have) or 'no assignment'}; `jaxgrader translate build {language}`)")
+    placed = []
+    for assignment in assignments or have:
+        source = folder(edition_coursedir(coursedir, language), "source", ".", assignment)
+        name = SIDE_BY_SIDE.format(assignment=assignment, language=language)
+        target = folder(coursedir, "source", ".", name)
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.copytree(source, target)
+        placed.append(name)
+    generate(make_api(config), placed)
+    return placed
+
+
+def edition_assignment(coursedir, assignment: str) -> tuple[str, str | None]:
+    """(the assignment an edition's copy was placed from, its language) for an assignment ``side_by_side``
+    placed (``lesson1-ko`` -> ``("lesson1", "ko")``); ``(assignment, None)`` for any other."""
+    from .coursedir import edition_coursedir, folder
+
+    for language in languages(Path(coursedir.root)):
+        base = assignment.removesuffix("-" + language)
+        if base != assignment and SIDE_BY_SIDE.format(assignment=base, language=language) == assignment \
+                and folder(edition_coursedir(coursedir, language), "source", ".", base).is_dir():
+            return base, language
+    return assignment, None
+
+
 # --------------------------------------------------------------------------- commands
 
 
@@ -376,8 +427,12 @@ def generate_release(edition: Edition, assignments: list[str]) -> list[Path]:
     return sorted((edition.root / edition.language / "release").glob("*/*.ipynb"))
 
 
-def command(root: Path, action: str, language: str) -> int:
+def command(root: Path, action: str, language: str, assignments: list[str] | None = None) -> int:
     """``jaxgrader translate ACTION LANGUAGE``: one line per file written, counts per catalog."""
+    if action == "side-by-side":
+        for name in side_by_side(root, language, assignments):
+            print(f"source/{name} and release/{name}: placed (students of this edition submit under {name})")
+        return 0
     if action == "extract":
         for path in extract(root):
             print(path.relative_to(root))
