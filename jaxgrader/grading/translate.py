@@ -265,9 +265,9 @@ def build_notebook(nb, catalog: Catalog, english: str, edition: Edition):
     where = str(edition.catalog_path(english).relative_to(edition.root))
     out = copy.deepcopy(nb)
     for english_cell, cell in zip(nb.cells, out.cells):
-        for unit in part_units(cell.source) if cell.cell_type == "code" else ():
+        for unit in part_units(cell.source) if cell.cell_type == "code" else ():  # feedback's, checked here
             name = cell.source[unit.start:unit.end]
-            if (part_context(cell.get("id")), name) in table:  # used in feedback only: checked here, where a translator sees it
+            if (part_context(cell.get("id")), name) in table:
                 check_part(name, table[(part_context(cell.get("id")), name)], where)
         cell.source = translate_text(cell.source, cell_units(cell), lambda text, c=cell: table.get((c.get("id"), text)),
                                      where, lambda text, only: _relink(text, english, edition, only))
@@ -314,10 +314,11 @@ def side_by_side(root: Path, language: str, assignments: list[str] | None = None
     # what `build` wrote, not edition.toml: a teacher's grading copy of the course may lack the lectures it declares
     built = folder(edition_coursedir(coursedir, language), "source")
     have = sorted(p.name for p in built.iterdir() if p.is_dir()) if built.is_dir() else []
-    missing = [a for a in assignments or [] if a not in have] or ([] if have else [language])
-    if missing or language not in languages(root):
-        raise CourseError(f"{built}: the edition has no {', '.join(missing) or 'declaration'} "
-                          f"(it has: {', '.join(have) or 'no assignment'}; `jaxgrader translate build {language}`)")
+    if language not in languages(root) or not have:
+        raise CourseError(f"{built}: no assignment of a '{language}' edition here (`jaxgrader translate build`)")
+    missing = [a for a in assignments or [] if a not in have]
+    if missing:
+        raise CourseError(f"{built}: the edition has no {', '.join(missing)} (it has: {', '.join(have)})")
     placed = []
     for assignment in assignments or have:
         source = folder(edition_coursedir(coursedir, language), "source", ".", assignment)
