@@ -362,15 +362,8 @@ def printed_outputs(english_cell, edition_source: str) -> list:
 
 def literal_fields(source: str) -> list[str] | None:
     """A string literal's f-string fields (as syntax, sorted), or None if ``source`` is not one literal."""
-    try:
-        node = ast.parse(f"(\n{source}\n)", mode="eval").body
-    except SyntaxError:
-        return None
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return []
-    if isinstance(node, ast.JoinedStr):
-        return sorted(ast.dump(v) for v in node.values if isinstance(v, ast.FormattedValue))
-    return None
+    parts = literal_parts(source)
+    return None if parts is None else sorted(p for kind, p in parts if kind == "field")
 
 
 def check_part(english: str, translated: str, where: str) -> None:
