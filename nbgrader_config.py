@@ -13,7 +13,7 @@ c.CourseDirectory.course_id = "jax-from-first-principles"
 # PostgreSQL (the psycopg driver is in requirements.txt), e.g.:
 # c.CourseDirectory.db_url = "postgresql+psycopg://grader@localhost/gradebook"
 
-# jaxgrader's own settings (jaxgrader/grading/settings.py, each with its help text); a
+# jaxgrader's own settings (jaxgrader/grading/course/settings.py, each with its help text); a
 # misspelt name here is an error, not silently ignored.
 # Where grading tasks run (docs/scale-out.md). Default: local processes, one per CPU,
 # each keeping its kernels on its share of the CPUs (False: every kernel may use every core).
@@ -32,12 +32,12 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # A student who deletes a test cell must not escape it: nbgrader puts it back.
 c.OverwriteCells.add_missing_cells = True
 
-# Submissions are untrusted. Before anything runs (jaxgrader.grading.preprocessors):
+# Submissions are untrusted. Before anything runs (jaxgrader.grading.classrun.preprocessors):
 # cell tags are dropped (`skip-execution` would stop test cells running) and edited
 # nbgrader metadata is repaired. No code is refused: the kernel is sandboxed and
 # points come from the verdict below. Then nbgrader 0.9's own steps.
 c.Autograde.sanitize_preprocessors = [
-    "jaxgrader.grading.preprocessors.SanitizeSubmission",
+    "jaxgrader.grading.classrun.preprocessors.SanitizeSubmission",
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
@@ -45,20 +45,20 @@ c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 
-# Every grading kernel runs in an OS sandbox (bubblewrap; jaxgrader/grading/sandbox.py):
+# Every grading kernel runs in an OS sandbox (bubblewrap; jaxgrader/grading/sandbox/sandbox.py):
 # read-only system and Python environment, a private scratch directory as the only
 # writable place, no view of the course (source/, other submissions, the gradebook,
 # this file), no network, its own PID namespace, an unprivileged user, rlimits.
 # Where bubblewrap cannot run, grading stops; `jaxgrader grade --unsandboxed` (or
 # c.SandboxedKernelManager.isolation = "none") grades without it, and says so.
-c.LimitedExecute.kernel_manager_class = "jaxgrader.grading.sandbox.SandboxedKernelManager"
+c.LimitedExecute.kernel_manager_class = "jaxgrader.grading.sandbox.sandbox.SandboxedKernelManager"
 # Grading on a host with an NVIDIA GPU: pass it into every kernel's sandbox (device nodes with
-# --dev-bind, the driver's libraries read-only; jaxgrader/grading/gpu.py, docs/grading.md).
+# --dev-bind, the driver's libraries read-only; jaxgrader/grading/sandbox/gpu.py, docs/grading.md).
 # c.SandboxedKernelManager.gpu = True
 c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
 
 # Submissions' kernels are forked from a prepared process that imported these modules once
-# per grading process (jaxgrader.grading.prepared): a fresh kernel spends 1.3-4 CPU-seconds on
+# per grading process (jaxgrader.grading.sandbox.prepared): a fresh kernel spends 1.3-4 CPU-seconds on
 # them, for every notebook. Each fork is a fresh sandbox as far as the student can tell (own
 # scratch directory, nothing left of the last kernel); a notebook that changes an environment
 # variable these imports read runs again in a fresh kernel. [] turns it off.
@@ -74,23 +74,23 @@ c.SandboxedKernelManager.xla_flags = "--xla_backend_optimization_level=0"
 c.SandboxedKernelManager.xla_defaults_for = ["lesson2"]  # assignment names: rename here too
 
 # Execution limits while autograding: nbgrader's per-cell timeout, plus a limit
-# per notebook, on the kernel's memory and on what it may print (jaxgrader.grading.limits).
+# per notebook, on the kernel's memory and on what it may print (jaxgrader.grading.sandbox.limits).
 # Cells that did not run score zero and say why; the rest keep their points.
 c.Execute.timeout = 120
 c.LimitedExecute.notebook_timeout = 600  # seconds per notebook
 c.LimitedExecute.memory_limit_mb = 6144  # resident memory of the kernel and its children
 c.LimitedExecute.max_output_mb = 8  # outputs kept per notebook; the rest is dropped, with a note
 
-# Points come from the verdict (jaxgrader.grading.verdict), not from what the kernel
+# Points come from the verdict (jaxgrader.grading.verdict.verdict), not from what the kernel
 # printed: hidden tests report the student's answers on inputs drawn from a seed fresh
 # for each run, the instructor's solution is run with the same seed in its own
 # sandboxed kernel, and the grader compares the two outside the student's kernel.
 # It replaces each test cell's outputs by its own pass line or error, which
 # nbgrader's SaveAutoGrades then scores. HTML and JavaScript in outputs are sanitized.
 c.Autograde.autograde_preprocessors = [
-    "jaxgrader.grading.verdict.StartReferenceRun",  # the instructor's run, beside the submission's
-    "jaxgrader.grading.limits.LimitedExecute",  # in place of nbgrader.preprocessors.Execute
-    "jaxgrader.grading.verdict.Verdict",
+    "jaxgrader.grading.verdict.verdict.StartReferenceRun",  # the instructor's run, beside the submission's
+    "jaxgrader.grading.sandbox.limits.LimitedExecute",  # in place of nbgrader.preprocessors.Execute
+    "jaxgrader.grading.verdict.verdict.Verdict",
     "nbconvert.preprocessors.sanitize.SanitizeHTML",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
@@ -112,14 +112,14 @@ c.SanitizeHTML.enabled = True
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-    "jaxgrader.grading.localize.LocalizeFeedback",
-    "jaxgrader.grading.preprocessors.HideHiddenTests",
+    "jaxgrader.grading.editions.localize.LocalizeFeedback",
+    "jaxgrader.grading.classrun.preprocessors.HideHiddenTests",
     "nbconvert.preprocessors.sanitize.SanitizeHTML",
-    "jaxgrader.grading.feedback.NamePartsInFeedback",
+    "jaxgrader.grading.teacher.feedback.NamePartsInFeedback",
 ]
 # The summary at the top of each feedback page names every graded part by its exercise
-# heading (jaxgrader/grading/feedback.py): nbgrader's feedback template with that summary replaced.
-from jaxgrader.grading.feedback import TEMPLATE_FILE, template_dirs  # noqa: E402
+# heading (jaxgrader/grading/teacher/feedback.py): nbgrader's feedback template with that summary replaced.
+from jaxgrader.grading.teacher.feedback import TEMPLATE_FILE, template_dirs  # noqa: E402
 
 c.GenerateFeedback.HTMLExporter.extra_template_basedirs = template_dirs()  # only feedback's exporter:
 c.GenerateFeedback.HTMLExporter.template_file = TEMPLATE_FILE  # formgrader's own pages keep theirs

@@ -15,7 +15,7 @@ seed (``c.JaxGrader.seed``, fixed here so every backend runs the same checks):
   ``SandboxedKernelManager.preload = []``): a teacher's run before this package;
 * ``stock_prepared``: the same with the course's config as it is, so that even plain
   ``nbgrader autograde`` forks each kernel from one prepared process (its imports done
-  once for the whole run, jaxgrader.grading.prepared);
+  once for the whole run, jaxgrader.grading.sandbox.prepared);
 * ``local``: ``jaxgrader grade --workers N`` (``grade_class(workers=N)``);
 * ``unpinned``: the same with every kernel free to use every core (what pinning each
   worker to its share of the cores gives);
@@ -60,9 +60,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from jaxgrader.grading.backends import core_shares  # noqa: E402
-from jaxgrader.grading.course import assignments_in, grade_class  # noqa: E402
-from jaxgrader.grading.notebooks import write_submission  # noqa: E402
+from jaxgrader.grading.classrun.backends import core_shares  # noqa: E402
+from jaxgrader.grading.classrun.run import assignments_in, grade_class  # noqa: E402
+from jaxgrader.grading.course.notebooks import write_submission  # noqa: E402
 from jaxgrader.grading.trials import trial_students  # noqa: E402
 
 BIN = Path(sys.executable).parent
@@ -142,7 +142,7 @@ def dask(course: Path, assignments: list[str], workers: int) -> dict:
 
 
 def _jaxgrader(course: Path, assignments: list[str], **backend) -> dict:
-    from jaxgrader.grading import verdict
+    from jaxgrader.grading.verdict import verdict
 
     verdict._reference_cache.clear()  # every backend pays its reference run, as a fresh `jaxgrader grade` does
     start = time.perf_counter()
@@ -205,13 +205,13 @@ def breakdown(assignments: list[str]) -> list[tuple[str, dict]]:
     import nbformat
     from nbclient import NotebookClient
 
-    from jaxgrader.grading.config import load_config
-    from jaxgrader.grading.notebooks import read_notebook
-    from jaxgrader.grading.sandbox import SandboxedKernelManager
+    from jaxgrader.grading.course.config import load_config
+    from jaxgrader.grading.course.notebooks import read_notebook
+    from jaxgrader.grading.sandbox.sandbox import SandboxedKernelManager
 
     config = load_config(ROOT)
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import nbgrader.apps, jaxgrader.grading.task, jaxgrader.grading.verdict"],
+    subprocess.run([sys.executable, "-c", "import nbgrader.apps, jaxgrader.grading.classrun.task, jaxgrader.grading.verdict.verdict"],
                    check=True)
     imports = time.perf_counter() - start
 
@@ -231,7 +231,7 @@ def breakdown(assignments: list[str]) -> list[tuple[str, dict]]:
     kernel = min(asyncio.run(kernel_start()) for _ in range(3))
     zygote = asyncio.run(kernel_start(prepared=True))  # the first also starts the prepared process
     forked = min(asyncio.run(kernel_start(prepared=True)) for _ in range(3))
-    from jaxgrader.grading import prepared
+    from jaxgrader.grading.sandbox import prepared
 
     prepared.close_all()
     print(f"\nkernel start, sandboxed: fresh {kernel:.2f} s; forked from a prepared process {forked:.2f} s, "

@@ -27,8 +27,8 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from jaxgrader.grading.course import assignments_in, load_config, make_api, source_notebooks  # noqa: E402
-from jaxgrader.grading.notebooks import fill_answers, read_notebook, solutions_of  # noqa: E402
+from jaxgrader.grading.classrun.run import assignments_in, load_config, make_api, source_notebooks  # noqa: E402
+from jaxgrader.grading.course.notebooks import fill_answers, read_notebook, solutions_of  # noqa: E402
 from jaxgrader.grading.trials import scratch_course  # noqa: E402
 
 NOTEBOOK_BUDGET_S = 30.0

@@ -7,7 +7,7 @@
   sandbox, the verdict (parse reported values, compare with the reference run,
   score), the class run and its command ``jaxgrader``. It never imports
   ``jaxgrader.checks``, and it trusts nothing the kernel produced except through
-  :mod:`jaxgrader.grading.verdict`'s parser.
+  :mod:`jaxgrader.grading.verdict.verdict`'s parser.
 """
 
 __version__ = "0.2.0"

@@ -32,8 +32,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from jaxgrader.grading.judging import judge_cell
-from jaxgrader.grading.reports import parse_report, payloads
+from jaxgrader.grading.verdict.judging import judge_cell
+from jaxgrader.grading.verdict.reports import parse_report, payloads
 
 from .conftest import ASSIGNMENTS, ROOT
 

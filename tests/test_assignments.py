@@ -15,11 +15,11 @@ import os
 
 import pytest
 
-from jaxgrader.grading.config import load_config
-from jaxgrader.grading.notebooks import autograded_tests, is_autograded_test, read_notebook
+from jaxgrader.grading.course.config import load_config
+from jaxgrader.grading.course.notebooks import autograded_tests, is_autograded_test, read_notebook
 from jaxgrader import course_style
 from jaxgrader.grading.trials import editions_of, outcomes, rates, run_trials, wrong_answers
-from jaxgrader.grading.verdict import reference_stderr
+from jaxgrader.grading.verdict.verdict import reference_stderr
 from jaxgrader.simulated.accelerator import simulated_kernels
 
 from .conftest import ASSIGNMENTS, ROOT

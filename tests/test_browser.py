@@ -56,7 +56,7 @@ def _chromium() -> str | None:
 def _grading_helpers():
     """The course's own helpers: solution text of a source notebook, a filled-in release, the demo class."""
     from jaxgrader.grading.demo import write_demo_submissions
-    from jaxgrader.grading.notebooks import fill_answers, solutions_of
+    from jaxgrader.grading.course.notebooks import fill_answers, solutions_of
 
     return solutions_of, fill_answers, write_demo_submissions
 
@@ -394,11 +394,11 @@ def test_teacher_grades_written_answer_in_formgrader(browser, lab, tmp_path):
 
 
 def test_teacher_opens_the_class_report(browser, lab, tmp_path):
-    """The class report (jaxgrader/grading/class_report.py) of the autograded lesson: the page opens,
+    """The class report (jaxgrader/grading/teacher/class_report.py) of the autograded lesson: the page opens,
     its score plot is drawn (a decoded image, not a broken one) and every test has its row."""
     from playwright.sync_api import expect
 
-    from jaxgrader.grading.class_report import write_reports
+    from jaxgrader.grading.teacher.class_report import write_reports
 
     shots = tmp_path / "screenshots"
     assignment, notebook = GRADED[0], GRADED[1]

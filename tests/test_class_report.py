@@ -64,7 +64,7 @@ def _tests_and_headings() -> dict[str, str]:
 
 
 def test_report_counts_the_demo_class(course):
-    from jaxgrader.grading.class_report import collect
+    from jaxgrader.grading.teacher.class_report import collect
 
     report = collect(course, ASSIGNMENT)
     tests, fails = _tests_and_headings(), _demo_failures()
@@ -114,7 +114,7 @@ def test_report_command_rewrites_the_report(course):
 
 
 def test_report_escapes_what_came_from_students(tmp_path):
-    from jaxgrader.grading.class_report import Part, Report, render_html, write_csv
+    from jaxgrader.grading.teacher.class_report import Part, Report, render_html, write_csv
 
     evil = "<img src=x onerror=alert(1)>"
     part = Part(NOTEBOOK, "test_x", "Exercise 1: <b>x</b>", 2.0, passed=0, failed=1, warned=1)
@@ -142,7 +142,7 @@ def test_feedback_names_every_part_and_hides_hidden_tests(course):
 
 
 def test_a_report_that_cannot_be_written_never_fails_grading(tmp_path):
-    from jaxgrader.grading.class_report import after_grading
+    from jaxgrader.grading.teacher.class_report import after_grading
 
     (tmp_path / "nbgrader_config.py").write_text((ROOT / "nbgrader_config.py").read_text())
     line = after_grading(tmp_path, [ASSIGNMENT])  # no gradebook: the grades were not the report's to write

@@ -20,7 +20,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from jaxgrader.grading.notebooks import fill_answers, is_autograded_test, read_notebook, solutions_of
+from jaxgrader.grading.course.notebooks import fill_answers, is_autograded_test, read_notebook, solutions_of
 from jaxgrader.simulated.accelerator import write_kernelspec
 
 from .conftest import ASSIGNMENTS, ROOT

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from jaxgrader import course_style as style
-from jaxgrader.grading.notebooks import read_notebook
+from jaxgrader.grading.course.notebooks import read_notebook
 
 from .conftest import ASSIGNMENTS, LECTURES, ROOT
 

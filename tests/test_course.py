@@ -87,10 +87,10 @@ def test_demo_grades_the_class(tmp_path):
 def _failed_part_names_in_korean(autograded, page: str) -> list[str]:
     """The failed parts a Korean feedback page shows (autograded: the graded notebook) are named in
     Korean, never by the hidden test's English; returns the English names."""
-    from jaxgrader.grading import translate as tr
-    from jaxgrader.grading.localize import Translator
-    from jaxgrader.grading.notebooks import read_notebook
-    from jaxgrader.grading.verdict import parts_of
+    from jaxgrader.grading.editions import translate as tr
+    from jaxgrader.grading.editions.localize import Translator
+    from jaxgrader.grading.course.notebooks import read_notebook
+    from jaxgrader.grading.verdict.verdict import parts_of
 
     catalogs = tr.Edition(autograded.parents[3], "ko", ()).catalogs
     translator = Translator(tr.read_catalog(catalogs / "grader.po"),
@@ -110,7 +110,7 @@ def test_an_edition_placed_side_by_side_has_its_own_column(tmp_path):
     A Korean student who submits there is graded in that column, scoring what the same code scores (the
     demo catalogue's cy: every cell one of its answers breaks is lost, nothing else), in Korean feedback."""
     from jaxgrader.grading.demo import answers_for
-    from jaxgrader.grading.notebooks import read_notebook, write_submission
+    from jaxgrader.grading.course.notebooks import read_notebook, write_submission
     from jaxgrader.grading.trials import wrong_answers
 
     course = _course(tmp_path, editions=("ko",))
@@ -174,7 +174,7 @@ def test_corrupt_submission_costs_only_that_student(tmp_path):
 
     import nbformat
 
-    from jaxgrader.grading.notebooks import fill_answers, grade_id, is_solution
+    from jaxgrader.grading.course.notebooks import fill_answers, grade_id, is_solution
 
     course = _course(tmp_path)
     for student, text in (("zed", "{not json"), ("yan", None)):
@@ -204,8 +204,8 @@ def test_corrupt_submission_costs_only_that_student(tmp_path):
 
 
 def test_no_sandbox_is_one_line_and_writes_nothing(tmp_path, monkeypatch):
-    from jaxgrader.grading import course as course_module
-    from jaxgrader.grading import sandbox
+    from jaxgrader.grading.classrun import run as course_module
+    from jaxgrader.grading.sandbox import sandbox
 
     course = _course(tmp_path)
     (course / "submitted" / "ada" / "lesson1").mkdir(parents=True)
@@ -241,8 +241,8 @@ def _started_reference_runs():
 def test_a_plain_autograde_starts_the_reference_run_beside_the_submission(monkeypatch):
     """Without precomputed references, StartReferenceRun (first autograde step) starts the
     instructor's run in the background; the Verdict then uses that run instead of a second."""
-    from jaxgrader.grading import reference, verdict
-    from jaxgrader.grading.config import load_config
+    from jaxgrader.grading.verdict import reference, verdict
+    from jaxgrader.grading.course.config import load_config
 
     runs = []
     real = reference.execute_reference  # counted where the reference run looks it up

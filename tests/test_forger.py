@@ -22,7 +22,7 @@ import tomllib
 import nbformat
 import pytest
 
-from jaxgrader.grading.notebooks import fill_answers, grade_id, is_solution, read_notebook, solutions_of
+from jaxgrader.grading.course.notebooks import fill_answers, grade_id, is_solution, read_notebook, solutions_of
 
 from .conftest import ROOT
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from jaxgrader.grading import gpu
-from jaxgrader.grading.sandbox import SYSTEM_PATH, check_sandbox, sandbox_command
+from jaxgrader.grading.sandbox import gpu
+from jaxgrader.grading.sandbox.sandbox import SYSTEM_PATH, check_sandbox, sandbox_command
 
 LDCONFIG = """\
 \tlibnvidia-ml.so.1 (libc6,x86-64) => {lib}/libnvidia-ml.so.1

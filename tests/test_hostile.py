@@ -22,7 +22,7 @@ import nbformat
 import psutil
 import pytest
 
-from jaxgrader.grading.notebooks import fill_answers, grade_id, is_autograded_test, read_notebook, solutions_of
+from jaxgrader.grading.course.notebooks import fill_answers, grade_id, is_autograded_test, read_notebook, solutions_of
 
 from .conftest import ROOT
 

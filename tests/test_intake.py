@@ -12,8 +12,8 @@ import zipfile
 import nbformat
 import pytest
 
-from jaxgrader.grading.intake import canonical, normalise_names
-from jaxgrader.grading.notebooks import fill_answers, read_notebook, solutions_of
+from jaxgrader.grading.classrun.intake import canonical, normalise_names
+from jaxgrader.grading.course.notebooks import fill_answers, read_notebook, solutions_of
 
 from .conftest import ROOT
 

@@ -10,7 +10,7 @@ import sys
 
 import nbformat
 
-from jaxgrader.grading.notebooks import fill_answers, read_notebook, solutions_of
+from jaxgrader.grading.course.notebooks import fill_answers, read_notebook, solutions_of
 
 from .conftest import ROOT
 

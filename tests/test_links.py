@@ -19,7 +19,7 @@ import pytest
 
 from jaxgrader import course_style
 from jaxgrader.grading.publish import COLAB, RELATIVE, notebooks, publish_text
-from jaxgrader.grading.notebooks import read_notebook
+from jaxgrader.grading.course.notebooks import read_notebook
 
 from .conftest import ROOT
 

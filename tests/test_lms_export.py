@@ -3,7 +3,7 @@
 No grading run: a small gradebook is built with nbgrader's own API (three students, two
 assignments, one submission missing per student but ada, a late penalty, a name with a comma
 and a quote), and each export is compared byte for byte with a file written from the LMS's
-documented format (tests/fixtures/lms/, see jaxgrader/grading/lms_export.py for the sources).
+documented format (tests/fixtures/lms/, see jaxgrader/grading/teacher/lms_export.py for the sources).
 """
 
 from __future__ import annotations

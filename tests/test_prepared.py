@@ -1,4 +1,4 @@
-"""Prepared kernels (jaxgrader.grading.prepared): forked from a sandboxed process that imported
+"""Prepared kernels (jaxgrader.grading.sandbox.prepared): forked from a sandboxed process that imported
 JAX once, each still a fresh kernel as far as a submission can tell, and nothing one student's
 kernel does reaches the next one's. Real bubblewrap, real kernels, real forks."""
 
@@ -14,9 +14,9 @@ import psutil
 import pytest
 from traitlets.config import Config
 
-from jaxgrader.grading import prepared
-from jaxgrader.grading.limits import LimitedExecute, RunLog
-from jaxgrader.grading.sandbox import SandboxedKernelManager, check_sandbox
+from jaxgrader.grading.sandbox import prepared
+from jaxgrader.grading.sandbox.limits import LimitedExecute, RunLog
+from jaxgrader.grading.sandbox.sandbox import SandboxedKernelManager, check_sandbox
 
 from .test_sandbox import Kernel
 
@@ -196,7 +196,7 @@ def test_xla_flags_reach_a_forked_kernel(course):
 
 
 def test_the_reference_run_gets_a_fresh_kernel(course):
-    from jaxgrader.grading.verdict import execute_reference
+    from jaxgrader.grading.verdict.verdict import execute_reference
 
     c = config(course)
     c.LimitedExecute.kernel_manager_class = SandboxedKernelManager

@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
-from jaxgrader.grading.course import generate, load_config, make_api
-from jaxgrader.grading.notebooks import read_notebook
+from jaxgrader.grading.classrun.run import generate, load_config, make_api
+from jaxgrader.grading.course.notebooks import read_notebook
 
 from .conftest import ASSIGNMENTS, ROOT
 

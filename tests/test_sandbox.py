@@ -24,10 +24,10 @@ from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from traitlets.config import Config
 
-from jaxgrader.grading.limits import _MemoryWatchdog
-from jaxgrader.grading.bwrap import SYSTEM_PATH, check_sandbox, read_only_paths, sandbox_command
-from jaxgrader.grading.kerneldirs import sweep_stale_dirs as _sweep_stale_dirs
-from jaxgrader.grading.sandbox import COURSE_ITEMS, SandboxedKernelManager, isolation_of
+from jaxgrader.grading.sandbox.limits import _MemoryWatchdog
+from jaxgrader.grading.sandbox.bwrap import SYSTEM_PATH, check_sandbox, read_only_paths, sandbox_command
+from jaxgrader.grading.sandbox.kerneldirs import sweep_stale_dirs as _sweep_stale_dirs
+from jaxgrader.grading.sandbox.sandbox import COURSE_ITEMS, SandboxedKernelManager, isolation_of
 
 from .conftest import ROOT
 
@@ -254,7 +254,7 @@ print(json.dumps({"uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(), 
     assert len(seen["cmds"]) <= 4, seen["cmds"]
     assert not any("pytest" in c for c in seen["cmds"].values()), seen["cmds"]
     # On the host the kernel really runs as that uid, as a child of the provisioner's process,
-    # so the memory watchdog (jaxgrader.grading.limits) sums its memory.
+    # so the memory watchdog (jaxgrader.grading.sandbox.limits) sums its memory.
     root = psutil.Process(kernel.km.provisioner.pid)
     kernels = [p for p in root.children(recursive=True) if p.cmdline()[1:3] == ["-m", "ipykernel_launcher"]]
     assert len(kernels) == 1 and kernels[0].uids().real == expected_uid(kernel.km)
@@ -391,7 +391,7 @@ print(json.dumps(os.getuid()))
 
 GRADER = """
 import asyncio
-from jaxgrader.grading.sandbox import SandboxedKernelManager
+from jaxgrader.grading.sandbox.sandbox import SandboxedKernelManager
 async def main():
     km = SandboxedKernelManager(kernel_name="python3")
     await km.start_kernel()
@@ -489,7 +489,7 @@ def test_unprivileged_grader_variant_runs():
 def test_xla_flags_reach_graded_and_reference_kernels_but_not_timed_assignments(course, host_env):
     """``xla_flags`` is the grading kernels' XLA_FLAGS, the reference run's too, except in the
     assignments ``xla_defaults_for`` names (their tests time compiled code as students did)."""
-    from jaxgrader.grading.verdict import execute_reference
+    from jaxgrader.grading.verdict.verdict import execute_reference
 
     c = course_config(course)
     c.SandboxedKernelManager.xla_flags = "--xla_backend_optimization_level=0"

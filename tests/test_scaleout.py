@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from jaxgrader.grading.demo import answers_for
-from jaxgrader.grading.notebooks import read_notebook, write_submission
+from jaxgrader.grading.course.notebooks import read_notebook, write_submission
 
 from .conftest import ROOT
 
@@ -153,7 +153,7 @@ def _in_thread(fn, *args, **kwargs):
 
 
 def test_dask_into_postgres_survives_a_killed_worker(tmp_path, postgres, cluster):
-    from jaxgrader.grading.course import grade_class
+    from jaxgrader.grading.classrun.run import grade_class
 
     course = _course(tmp_path / "dask", postgres)
     thread, out = _in_thread(grade_class, course, dask=cluster.address, feedback=False, progress=False)
@@ -188,7 +188,7 @@ def test_dask_into_postgres_survives_a_killed_worker(tmp_path, postgres, cluster
     assert all(r.isolation == "bubblewrap" for r in results)
 
     # the same scores as the local backend into SQLite
-    from jaxgrader.grading.course import grade_class as grade_locally
+    from jaxgrader.grading.classrun.run import grade_class as grade_locally
 
     local = grade_locally(_course(tmp_path / "local"), workers=2, feedback=False, progress=False)
     assert {r.student: r.score for r in local} == {r.student: r.score for r in results}
@@ -217,7 +217,7 @@ def _assert_one_error_after_three_deaths(thread, out):
 
 def test_a_submission_that_keeps_killing_workers_is_an_error_not_a_stall(tmp_path, cluster):
     """Its worker dies every time: run, two retries, then an error for that student only."""
-    from jaxgrader.grading.course import grade_class
+    from jaxgrader.grading.classrun.run import grade_class
 
     course = _course(tmp_path / "poison", students=("bo",))
     thread, out = _in_thread(grade_class, course, dask=cluster.address, feedback=False, progress=False)
@@ -242,7 +242,7 @@ def test_local_worker_killed_every_time_is_an_error_not_a_stall(tmp_path):
     """The local pool's rule is the same: a fresh process, at most two retries, then an error."""
     import psutil
 
-    from jaxgrader.grading.course import grade_class
+    from jaxgrader.grading.classrun.run import grade_class
 
     course = _course(tmp_path / "local-poison", students=("bo",))
     thread, out = _in_thread(grade_class, course, workers=1, feedback=False, progress=False)
@@ -264,7 +264,7 @@ def test_local_worker_killed_every_time_is_an_error_not_a_stall(tmp_path):
 
 
 def test_cpu_shares_split_the_machine_between_local_workers():
-    from jaxgrader.grading.backends import core_shares
+    from jaxgrader.grading.classrun.backends import core_shares
 
     assert core_shares(1, [0, 1, 2, 3]) == [()]  # one worker: its kernels use every CPU
     assert core_shares(4, [0]) == [()] * 4  # nothing to split
@@ -278,8 +278,8 @@ def test_cpu_shares_split_the_machine_between_local_workers():
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: nothing to split")
 def test_each_local_worker_and_the_kernels_it_starts_keep_to_their_share():
     """XLA sizes its thread pools to the CPUs a process may use: a worker's kernel must see its share."""
-    from jaxgrader.grading.backends import LocalBackend, core_shares
-    from jaxgrader.grading.sandbox import SYSTEM_PATH, sandbox_command
+    from jaxgrader.grading.classrun.backends import LocalBackend, core_shares
+    from jaxgrader.grading.sandbox.sandbox import SYSTEM_PATH, sandbox_command
 
     cpus = sorted(os.sched_getaffinity(0))
     backend = LocalBackend(2)
@@ -304,7 +304,7 @@ def test_each_local_worker_and_the_kernels_it_starts_keep_to_their_share():
 
 def test_interrupted_dask_run_keeps_what_it_wrote(tmp_path, postgres, cluster):
     """The coordinator is killed mid-run: the records written are in PostgreSQL; the rerun grades the rest."""
-    from jaxgrader.grading.course import grade_class
+    from jaxgrader.grading.classrun.run import grade_class
 
     course = _course(tmp_path / "interrupted", postgres)
     ledger = course / ".grading" / "ledger.json"

@@ -14,9 +14,9 @@ import nbformat
 import numpy as np
 import pytest
 
-from jaxgrader.grading import translate as tr
-from jaxgrader.grading import translation_units as tu
-from jaxgrader.grading.notebooks import read_notebook
+from jaxgrader.grading.editions import translate as tr
+from jaxgrader.grading.editions import translation_units as tu
+from jaxgrader.grading.course.notebooks import read_notebook
 
 from .conftest import ROOT
 
@@ -292,7 +292,7 @@ def test_every_part_a_hidden_test_reports_is_named_by_a_literal():
 def _judged(outputs, reference, source="assert True\n### BEGIN HIDDEN TESTS\n### END HIDDEN TESTS"):
     """A test cell judged by the real Verdict (no kernel: the outputs are what a kernel would send)."""
     from jaxgrader.checks.report import MIME, encode
-    from jaxgrader.grading.verdict import Verdict
+    from jaxgrader.grading.verdict.verdict import Verdict
 
     def out(name, value, rule="close", bound=None):
         return {"output_type": "display_data", "metadata": {},
@@ -316,7 +316,7 @@ def _texts(cell):
 
 
 def _korean_feedback():
-    from jaxgrader.grading.localize import GRADER, Translator
+    from jaxgrader.grading.editions.localize import GRADER, Translator
 
     edition = tr.load_edition(ROOT, "ko")
     return Translator(tr.read_catalog(edition.catalogs / f"{GRADER}.po"))
@@ -372,7 +372,7 @@ def _rule_messages():
     import jax
     import jax.numpy as jnp
 
-    from jaxgrader.grading.judging import CHECKS
+    from jaxgrader.grading.verdict.judging import CHECKS
 
     lowered = jax.jit(lambda a, b: a * b).lower(jnp.ones(3), jnp.ones(3)).as_text()
     jaxpr = str(jax.make_jaxpr(lambda a: a * 2)(jnp.ones(3)))
@@ -411,7 +411,7 @@ def test_every_rule_message_has_a_korean_template():
 
 
 def test_visible_test_messages_are_translated_with_their_fields():
-    from jaxgrader.grading.localize import Translator
+    from jaxgrader.grading.editions.localize import Translator
 
     catalog = tr.Catalog(locale="ko")
     catalog.add('f"predict returned shape {jnp.shape(_ya)}; expected {want}"', context="c1",
@@ -427,7 +427,7 @@ def test_visible_test_messages_are_translated_with_their_fields():
 def test_part_names_in_feedback_are_translated_with_their_fields():
     """A failed part's name is matched against the notebook's part units (its values carried over), also
     where the name itself holds the verdict's separators ': ' and '; '; a name without a unit stays."""
-    from jaxgrader.grading.localize import Translator
+    from jaxgrader.grading.editions.localize import Translator
 
     catalog = tr.Catalog(locale="ko")
     catalog.add('f"f on draw {_i}: the value"', context="c1:part", string='f"{_i}번째 입력의 f: 값"')
@@ -449,7 +449,7 @@ def test_feedback_follows_the_edition_the_student_submitted(tmp_path):
 
     from traitlets.config import Config
 
-    from jaxgrader.grading.localize import LocalizeFeedback
+    from jaxgrader.grading.editions.localize import LocalizeFeedback
 
     english = _nb("# Exercise\n\nWrite f.", CODE)
     english.cells[0].metadata["nbgrader"] = {"grade": False, "grade_id": "prompt_f", "locked": True,

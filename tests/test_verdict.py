@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from jaxgrader.checks.report import MIME, encode
-from jaxgrader.grading import programs
-from jaxgrader.grading.verdict import ReportError, judge_cell, parse_report, parse_reports
+from jaxgrader.grading.verdict import programs
+from jaxgrader.grading.verdict.verdict import ReportError, judge_cell, parse_report, parse_reports
 
 
 def output(name, value, rule="close", **kw):
@@ -133,7 +133,7 @@ def test_the_package_is_split_along_the_trust_boundary():
 
     import jaxgrader
     from jaxgrader.checks import report
-    from jaxgrader.grading import verdict
+    from jaxgrader.grading.verdict import verdict
 
     package = Path(jaxgrader.__file__).parent
     for path in (package / "grading").glob("*.py"):
@@ -146,7 +146,7 @@ def test_the_package_is_split_along_the_trust_boundary():
 
 
 def test_where_a_test_cell_stopped_is_read_from_its_own_line():
-    from jaxgrader.grading.verdict import stopped_in
+    from jaxgrader.grading.verdict.verdict import stopped_in
 
     source = "x = f(1)\nassert x == 2, 'f(1) should be 2'\n### BEGIN HIDDEN TESTS\n_report('f', f(3))\n### END HIDDEN TESTS"
     frame = "\x1b[0;32mCell In[7], line {}\x1b[0m\n----> {} ..."
@@ -171,7 +171,7 @@ def _passes(rule, student, reference, seconds=None, **kw):
 
 
 def test_every_part_says_what_its_points_rest_on_and_kernel_points_count_them():
-    from jaxgrader.grading.judging import kernel_points
+    from jaxgrader.grading.verdict.judging import kernel_points
 
     reference = [ref("v", 1.0), ref("fact", True, rule="true"), ref("n", 2, rule="equal", evidence="kernel"),
                  ref("losses", [1.0, 0.1], rule="falls", bound=0.5)]

@@ -4,7 +4,7 @@ A fact about a compiled program ("jitted", "the learning rate is traced, not
 static", "one program for every step", "a scan, not an unrolled loop") is not
 reported as a bool the test worked out here, which a student controlling the
 kernel could rewrite, but as the program itself, printed by JAX for the run's
-inputs. The grader parses it outside the kernel (``jaxgrader.grading.programs``)
+inputs. The grader parses it outside the kernel (``jaxgrader.grading.verdict.programs``)
 and compares it with the reference run's: to send a passing one, a student has
 to have written that program. Rules: ``jitted``, ``same_program`` (lowered text),
 ``no_growth`` (jaxpr text); see ``jaxgrader.checks.report``.

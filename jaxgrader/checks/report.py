@@ -17,7 +17,7 @@ every later cell (at grading only, where the student cannot see why).
 The grader runs the instructor's solution with the same seed in its own
 sandboxed kernel, and compares each reported value with the one the reference
 run reported under the same name, outside the student's kernel
-(``jaxgrader.grading.verdict``). Tolerances, rules and bounds are taken from the
+(``jaxgrader.grading.verdict.verdict``). Tolerances, rules and bounds are taken from the
 *reference* run; what a student's kernel sends for them is ignored.
 
 Rules (each part's points rest on what the grader can check itself: its *evidence*):
@@ -45,7 +45,7 @@ a verdict the test reached itself):
                     this cell: their sum must not exceed the cell's wall time on the
                     grader's clock (code can make a cell slower, never faster).
 
-Program artifacts, parsed by the grader (``jaxgrader.grading.programs``); report
+Program artifacts, parsed by the grader (``jaxgrader.grading.verdict.programs``); report
 them with :func:`jaxgrader.checks.programs.lowered` and
 :func:`jaxgrader.checks.programs.jaxpr`:
 

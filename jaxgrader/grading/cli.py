@@ -19,11 +19,11 @@ import sys
 import warnings
 from pathlib import Path
 
-from .config import CourseError, load_config, make_api
-from .course import grade_class
-from .coursedir import assignments_in, coursedir_of, folder
-from .references import generate
-from .table import format_table
+from .course.config import CourseError, load_config, make_api
+from .classrun.run import grade_class
+from .course.coursedir import assignments_in, coursedir_of, folder
+from .classrun.references import generate
+from .classrun.table import format_table
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,12 +84,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"release/ regenerated for {', '.join(chosen)}")
             return 0
         if args.command == "translate":
-            from .translate import command
+            from .editions.translate import command
 
             return command(root, args.action, args.language, args.assignment)
-        if args.command in ("report", "export"):  # jaxgrader/grading/class_report.py, lms_export.py
-            from .class_report import write_reports
-            from .lms_export import export_grades as lms_export
+        if args.command in ("report", "export"):  # jaxgrader/grading/teacher/class_report.py, lms_export.py
+            from .teacher.class_report import write_reports
+            from .teacher.lms_export import export_grades as lms_export
 
             done = (write_reports(root, args.assignment) if args.command == "report"
                     else [lms_export(root, args.format, args.assignment, args.output)])
@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     print(format_table(results))
     print(f"\ngrades: {root / 'grades.csv'}   feedback: {folder(coursedir_of(load_config(root)), 'feedback')}/")
-    from .class_report import after_grading
+    from .teacher.class_report import after_grading
 
     print(after_grading(root, [r.assignment for r in results]))
     return 1 if any(r.status == "error" for r in results) else 0
@@ -158,9 +158,9 @@ def _trials(root: Path, assignment: str, only: list[str] | None, packed: bool = 
     edition = [s for s in results if edition_release(root, assignment, s)]
     if edition:
         print(f"{assignment}: {len(edition)} of them submitted a translated edition ({', '.join(edition)})")
-    from .coursedir import source_notebooks
-    from .notebooks import read_notebook
-    from .verdict import kernel_points_summary
+    from .course.coursedir import source_notebooks
+    from .course.notebooks import read_notebook
+    from .verdict.verdict import kernel_points_summary
     source = folder(coursedir_of(load_config(root)), "source", ".", assignment)
     print(kernel_points_summary(assignment, [read_notebook(source / f"{nb}.ipynb")
                                              for nb in source_notebooks(root, assignment)]))

@@ -17,9 +17,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from .config import load_config
-from .coursedir import assignments_in, coursedir_of, edition_coursedir, folder, source_notebooks
-from .notebooks import read_notebook, solutions_of, write_submission
+from .course.config import load_config
+from .course.coursedir import assignments_in, coursedir_of, edition_coursedir, folder, source_notebooks
+from .course.notebooks import read_notebook, solutions_of, write_submission
 from .trials import wrong_answers
 
 DEMO_STUDENTS = ("ada", "bo", "cy")

@@ -51,9 +51,9 @@ import shutil
 import tomllib
 from pathlib import Path
 
-from .config import load_config, make_api
-from .coursedir import Course, coursedir_of, edition_coursedir, folder, source_notebooks
-from .notebooks import autograded_tests, read_notebook, solutions_of, write_submission
+from .course.config import load_config, make_api
+from .course.coursedir import Course, coursedir_of, edition_coursedir, folder, source_notebooks
+from .course.notebooks import autograded_tests, read_notebook, solutions_of, write_submission
 
 
 def wrong_answers(root: Path, assignment: str) -> list[dict]:
@@ -140,7 +140,7 @@ def pack(answers: list[dict], shared: set[str] = frozenset()) -> list[list[dict]
 
 def editions_of(root: Path, assignment: str) -> list[str]:
     """The languages whose edition has this assignment's release (``<lang>/release/<assignment>``)."""
-    from .translate import languages
+    from .editions.translate import languages
 
     coursedir = coursedir_of(load_config(root))
     return [lang for lang in languages(Path(root))
@@ -206,9 +206,9 @@ def run_trials(root: Path, assignment: str, workdir: Path, only: list[str] | Non
     ``workers`` local processes, the one gradebook writer), without feedback. ``only``: just
     these trial students (each wrong answer alone); ``skip``: all but these (packed).
     """
-    from .course import grade_class
-    from .references import generate
-    from .verdict import stopped_part
+    from .classrun.run import grade_class
+    from .classrun.references import generate
+    from .verdict.verdict import stopped_part
 
     students, _ = trial_students(root, assignment, packed=packed and only is None)
     students = {k: v for k, v in students.items() if k not in (skip or [])}

@@ -1,0 +1,8 @@
+"""What a teacher reads and exports after grading.
+
+``class_report`` (the page and table per assignment), ``lms_export`` (Canvas, Moodle, CSV),
+``feedback`` (feedback pages that name their parts; ``templates/``), ``exercises`` (exercise
+headings of the instructor's notebooks).
+
+May import: ``editions``, ``classrun``, ``course``, ``verdict``.
+"""
