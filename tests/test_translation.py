@@ -14,6 +14,11 @@ import nbformat
 import numpy as np
 import pytest
 
+from jaxgrader import course_style
+from jaxgrader.grading.editions import build as tb
+from jaxgrader.grading.editions import catalogs as tc
+from jaxgrader.grading.editions import differences as td
+from jaxgrader.grading.editions import literals as tl
 from jaxgrader.grading.editions import translate as tr
 from jaxgrader.grading.editions import translation_units as tu
 from jaxgrader.grading.course.notebooks import read_notebook
@@ -25,7 +30,7 @@ LANGUAGES = ["ko"]
 
 @pytest.fixture(scope="module", params=LANGUAGES)
 def edition(request):
-    return tr.load_edition(ROOT, request.param)
+    return tc.load_edition(ROOT, request.param)
 
 
 def test_edition_declares_the_course_map_and_readme(edition):
@@ -34,8 +39,8 @@ def test_edition_declares_the_course_map_and_readme(edition):
 
 def test_declared_files_are_translated_and_current(edition):
     problems = []
-    for _, path, tmpl in tr.catalog_sources(edition, required_only=True):
-        problems += tr.problems(tmpl, tr.read_catalog(path))
+    for _, path, tmpl in tc.catalog_sources(edition, required_only=True):
+        problems += tc.problems(tmpl, tc.read_catalog(path))
     assert not problems, (f"{len(problems)} units to translate (`jaxgrader translate update {edition.language}`, "
                           "then edit the .po files):\n" + "\n".join(problems[:20]))
 
@@ -43,7 +48,7 @@ def test_declared_files_are_translated_and_current(edition):
 def test_built_files_are_current(edition):
     stale = [str(edition.built_path(f).relative_to(ROOT)) for f in edition.files
              if not edition.built_path(f).is_file()
-             or edition.built_path(f).read_text(encoding="utf-8") != tr.built_text(edition, f)]
+             or edition.built_path(f).read_text(encoding="utf-8") != tb.built_text(edition, f)]
     assert not stale, f"rebuild with `jaxgrader translate build {edition.language}`: {stale}"
 
 
@@ -51,12 +56,12 @@ def test_editions_differ_only_in_text(edition):
     notebooks = sorted(f for f in edition.built() if f.endswith(".ipynb"))
     found = []
     for english in notebooks:
-        found += tu.differences(read_notebook(ROOT / english), read_notebook(edition.built_path(english)), english)
+        found += td.differences(read_notebook(ROOT / english), read_notebook(edition.built_path(english)), english)
     assert not found, "\n".join(found)
 
 
 def test_links_in_the_edition_lead_somewhere(edition):
-    colab = tr.course_style.colab_url("")
+    colab = course_style.colab_url("")
     broken = []
     for english in edition.files:
         built = edition.built_path(english)
@@ -95,18 +100,18 @@ def _pseudo_translate(nb):
         cell.source = tu.translate_text(cell.source, tu.cell_units(cell), lambda t, c=cell: _pseudo(
             t, next(u.kind for u in tu.cell_units(c) if c.source[u.start:u.end] == t)), "test")
         if cell.cell_type == "code":
-            cell.outputs = tu.printed_outputs(english, cell.source)
+            cell.outputs = tl.printed_outputs(english, cell.source)
     return out
 
 
-@pytest.mark.parametrize("english", [f for f in tr.translatable_files(ROOT) if f.endswith(".ipynb")])
+@pytest.mark.parametrize("english", [f for f in tc.translatable_files(ROOT) if f.endswith(".ipynb")])
 def test_translating_every_unit_changes_no_code(english):
     """Every unit of every English notebook translated: still the same notebook but for text, and each
     unit really was replaced (so a unit never holds code, a hidden test or a solution)."""
     nb = read_notebook(ROOT / english)
     translated = _pseudo_translate(nb)
-    assert tu.differences(nb, translated, english) == []
-    units = [m.id for m in tr.template(translated, english) if m.id and not m.context.endswith(tr.PART)]
+    assert td.differences(nb, translated, english) == []
+    units = [m.id for m in tc.template(translated, english) if m.id and not m.context.endswith(tc.PART)]
     left = [u for u in units if "번역" not in u]
     assert units and not left, f"units not replaced: {left[:3]}"
 
@@ -162,17 +167,17 @@ def test_a_changed_english_unit_is_stale_until_translated_again(tmp_path):
     (tmp_path / "i18n" / "ko").mkdir(parents=True)
     (tmp_path / "i18n" / "ko" / "edition.toml").write_text('files = ["notebooks/00_index.ipynb"]\n')
     tr.update(tmp_path, "ko")
-    edition = tr.load_edition(tmp_path, "ko")
+    edition = tc.load_edition(tmp_path, "ko")
     po = edition.catalog_path("notebooks/00_index.ipynb")
-    catalog = tr.read_catalog(po)
-    assert len(tr.problems(tr.english_template(tmp_path, "notebooks/00_index.ipynb"), catalog)) == 5
+    catalog = tc.read_catalog(po)
+    assert len(tc.problems(tc.english_template(tmp_path, "notebooks/00_index.ipynb"), catalog)) == 5
     for message in catalog:
         if message.id:
             message.string = _pseudo(message.id, "comment" if message.id.startswith("# c") else
                                      "string" if message.id[:2] in ('"f', 'f"') else "markdown")
-    tr.write_catalog(catalog, po)
-    assert tr.problems(tr.english_template(tmp_path, "notebooks/00_index.ipynb"), tr.read_catalog(po)) == []
-    tr.build(tmp_path, "ko")
+    tc.write_catalog(catalog, po)
+    assert tc.problems(tc.english_template(tmp_path, "notebooks/00_index.ipynb"), tc.read_catalog(po)) == []
+    tb.build(tmp_path, "ko")
     built = read_notebook(tmp_path / "ko" / "notebooks" / "00_index.ipynb")
     assert built.cells[0].source == "번역: # Title\n\n번역: First paragraph."
 
@@ -180,11 +185,11 @@ def test_a_changed_english_unit_is_stale_until_translated_again(tmp_path):
     nb.cells[0].source = "# Title\n\nFirst paragraph, changed."
     nbformat.write(nb, path)
     tr.update(tmp_path, "ko")
-    stale = tr.problems(tr.english_template(tmp_path, "notebooks/00_index.ipynb"), tr.read_catalog(po))
+    stale = tc.problems(tc.english_template(tmp_path, "notebooks/00_index.ipynb"), tc.read_catalog(po))
     assert len(stale) == 1 and "stale" in stale[0]
     assert "#| msgid \"First paragraph.\"" in po.read_text(encoding="utf-8")
-    assert tr.built_text(edition, "notebooks/00_index.ipynb") != (tmp_path / "ko/notebooks/00_index.ipynb").read_text()
-    rebuilt = tr.build_notebook(nb, tr.read_catalog(po), "notebooks/00_index.ipynb", edition)
+    assert tb.built_text(edition, "notebooks/00_index.ipynb") != (tmp_path / "ko/notebooks/00_index.ipynb").read_text()
+    rebuilt = tb.build_notebook(nb, tc.read_catalog(po), "notebooks/00_index.ipynb", edition)
     assert rebuilt.cells[0].source == "번역: # Title\n\nFirst paragraph, changed."  # gettext: fuzzy stays English
 
 
@@ -201,9 +206,9 @@ def test_a_changed_english_unit_is_stale_until_translated_again(tmp_path):
 def test_differences_catch_what_is_not_text(change, expected):
     english = _nb("# Title", CODE)
     translated = _pseudo_translate(english)
-    assert tu.differences(english, translated) == []
+    assert td.differences(english, translated) == []
     change(translated)
-    found = tu.differences(english, translated)
+    found = td.differences(english, translated)
     assert found and expected in found[0], found
 
 
@@ -219,22 +224,22 @@ def test_printed_outputs_follow_the_translated_print_strings():
     korean = nbformat.from_dict(english)
     korean.cells[1].source = ('print("값은", v, "| step 후:", w)\nprint(f"n = {ns}일 때 컴파일 {n}번")\n'
                               'print("data")\nv')
-    outputs = tu.printed_outputs(english.cells[1], korean.cells[1].source)
+    outputs = tl.printed_outputs(english.cells[1], korean.cells[1].source)
     assert outputs[0]["text"] == "값은 3 | step 후: [1 2]\nn = (1, 2)일 때 컴파일 7번\ndata\n"
     assert outputs[1] == english.cells[1].outputs[1], "only what print wrote"
     assert english.cells[1].outputs[0]["text"].startswith("the value is"), "the English is not touched"
-    assert tu.differences(english, korean) == [" cell 2: outputs differ (other than the text of translated print strings)"]
+    assert td.differences(english, korean) == [" cell 2: outputs differ (other than the text of translated print strings)"]
     korean.cells[1].outputs = outputs
-    assert tu.differences(english, korean) == []
+    assert td.differences(english, korean) == []
     korean.cells[1].outputs[0]["text"] = korean.cells[1].outputs[0]["text"].replace("3", "4")
-    assert tu.differences(english, korean), "a changed value is a difference"
+    assert td.differences(english, korean), "a changed value is a difference"
 
 
 def test_a_translation_that_is_not_a_comment_or_a_literal_is_refused():
     units = tu.code_units(CODE)
-    with pytest.raises(tu.CourseError, match="one Python string literal"):
+    with pytest.raises(tc.CourseError, match="one Python string literal"):
         tu.translate_text(CODE, units, lambda t: '"x"); import os; ("' if t.startswith('"f(1)') else None, "ko.po")
-    with pytest.raises(tu.CourseError, match="one line starting with '#'"):
+    with pytest.raises(tc.CourseError, match="one line starting with '#'"):
         tu.translate_text(CODE, units, lambda t: "# 확인\nimport os" if t.startswith("# check") else None, "ko.po")
 
 
@@ -254,27 +259,27 @@ def test_part_names_are_feedback_units_never_put_in_the_notebook(tmp_path):
         'f"f on draw {_i}: the value"', '"f(3), bit for bit"'], "literal first arguments of report only"
     assert '"f(3), bit for bit"' not in [REPORTING[u.start:u.end] for u in tu.code_units(REPORTING)]
     nb = _nb("# Title", REPORTING)
-    catalog = tr.template(nb, "notebooks/x.ipynb")
-    parts = {m.id: m.context for m in catalog if m.id and m.context.endswith(tr.PART)}
+    catalog = tc.template(nb, "notebooks/x.ipynb")
+    parts = {m.id: m.context for m in catalog if m.id and m.context.endswith(tc.PART)}
     assert parts == {'f"f on draw {_i}: the value"': "c1:part", '"f(3), bit for bit"': "c1:part"}
     (tmp_path / "i18n" / "ko").mkdir(parents=True)
-    edition = tr.Edition(tmp_path, "ko", ())
+    edition = tc.Edition(tmp_path, "ko", ())
     for message in catalog:
         if message.id:
             message.string = _pseudo(message.id, "markdown" if message.context == "m1" else "string")
-    built = tr.build_notebook(nb, catalog, "notebooks/x.ipynb", edition)
+    built = tb.build_notebook(nb, catalog, "notebooks/x.ipynb", edition)
     assert built.cells[1].source == REPORTING.replace('"f(1) should be 2"', '"번역 f(1) should be 2"')
     for bad, why in [('f"f on draw: the value"', "keep every {field}"), ('f"{_i} {_j}"', "keep every {field}"),
                      ('"a" + "b"', "one Python string literal")]:
         catalog.get('f"f on draw {_i}: the value"', context="c1:part").string = bad
-        with pytest.raises(tu.CourseError, match=re.escape(why)):
-            tr.build_notebook(nb, catalog, "notebooks/x.ipynb", edition)
+        with pytest.raises(tc.CourseError, match=re.escape(why)):
+            tb.build_notebook(nb, catalog, "notebooks/x.ipynb", edition)
 
 
 def test_every_part_a_hidden_test_reports_is_named_by_a_literal():
     """So that every part's name has a unit an edition translates (a name built at run time stays English)."""
     unnamed = []
-    for english in tr.translatable_files(ROOT):
+    for english in tc.translatable_files(ROOT):
         if not english.startswith("source/"):
             continue
         for cell in read_notebook(ROOT / english).cells:
@@ -318,8 +323,8 @@ def _texts(cell):
 def _korean_feedback():
     from jaxgrader.grading.editions.localize import GRADER, Translator
 
-    edition = tr.load_edition(ROOT, "ko")
-    return Translator(tr.read_catalog(edition.catalogs / f"{GRADER}.po"))
+    edition = tc.load_edition(ROOT, "ko")
+    return Translator(tc.read_catalog(edition.catalogs / f"{GRADER}.po"))
 
 
 VERDICTS = [  # (student's reports, reference's): together they make the verdict say each of its sentences
@@ -413,11 +418,11 @@ def test_every_rule_message_has_a_korean_template():
 def test_visible_test_messages_are_translated_with_their_fields():
     from jaxgrader.grading.editions.localize import Translator
 
-    catalog = tr.Catalog(locale="ko")
+    catalog = tc.Catalog(locale="ko")
     catalog.add('f"predict returned shape {jnp.shape(_ya)}; expected {want}"', context="c1",
                 string='f"predict가 반환한 shape은 {jnp.shape(_ya)}입니다. 기대한 shape은 {want}입니다"')
     catalog.add('"the bias is missing"', context="c1", string='"bias가 빠졌습니다"')
-    translator = Translator(tr.read_catalog(tr.load_edition(ROOT, "ko").catalogs / "grader.po"), catalog)
+    translator = Translator(tc.read_catalog(tc.load_edition(ROOT, "ko").catalogs / "grader.po"), catalog)
     assert translator.line("a visible test failed: predict returned shape (3,); expected (2,)") == \
         "공개 테스트 실패: predict가 반환한 shape은 (3,)입니다. 기대한 shape은 (2,)입니다"
     assert translator.line("a visible test failed: the bias is missing") == "공개 테스트 실패: bias가 빠졌습니다"
@@ -429,11 +434,11 @@ def test_part_names_in_feedback_are_translated_with_their_fields():
     where the name itself holds the verdict's separators ': ' and '; '; a name without a unit stays."""
     from jaxgrader.grading.editions.localize import Translator
 
-    catalog = tr.Catalog(locale="ko")
+    catalog = tc.Catalog(locale="ko")
     catalog.add('f"f on draw {_i}: the value"', context="c1:part", string='f"{_i}번째 입력의 f: 값"')
     catalog.add('"f(3); bit for bit"', context="c1:part", string='"f(3); 비트 단위로"')
     catalog.add('"the value"', context="c1", string='"엉뚱한 번역"')  # an assert message, not a part name
-    translator = Translator(tr.read_catalog(tr.load_edition(ROOT, "ko").catalogs / "grader.po"), catalog)
+    translator = Translator(tc.read_catalog(tc.load_edition(ROOT, "ko").catalogs / "grader.po"), catalog)
     names = ["f on draw 0: the value", "f on draw 1: the value", "f(3); bit for bit", "the value"]
     cell = _judged([(n, 1.0) for n in names], [(n, 2.0) for n in names])
     translator.verdict(cell)
@@ -487,7 +492,7 @@ def test_feedback_follows_the_edition_the_student_submitted(tmp_path):
 
 
 def test_links_follow_the_edition_as_it_grows(tmp_path):
-    badge = tr.course_style.badge("notebooks/lesson1_x.ipynb")
+    badge = course_style.badge("notebooks/lesson1_x.ipynb")
     index = _nb(f"See [lesson 1](lesson1_x.ipynb) {badge} and [its assignment](../release/lesson1/x.ipynb).", "x = 1")
     (tmp_path / "notebooks").mkdir()
     nbformat.write(index, tmp_path / "notebooks" / "00_index.ipynb")
@@ -498,13 +503,13 @@ def test_links_follow_the_edition_as_it_grows(tmp_path):
     def built(files):
         (tmp_path / "i18n" / "ko" / "edition.toml").write_text(f"files = {files!r}\n".replace("'", '"'))
         tr.update(tmp_path, "ko")
-        edition = tr.load_edition(tmp_path, "ko")
-        catalog = tr.read_catalog(edition.catalog_path("notebooks/00_index.ipynb"))
-        return tr.build_notebook(index, catalog, "notebooks/00_index.ipynb", edition).cells[0].source
+        edition = tc.load_edition(tmp_path, "ko")
+        catalog = tc.read_catalog(edition.catalog_path("notebooks/00_index.ipynb"))
+        return tb.build_notebook(index, catalog, "notebooks/00_index.ipynb", edition).cells[0].source
 
     alone = built(["notebooks/00_index.ipynb"])
     assert "](../../notebooks/lesson1_x.ipynb)" in alone and "](../../release/lesson1/x.ipynb)" in alone
-    assert tr.course_style.colab_url("notebooks/lesson1_x.ipynb") + ")" in alone
+    assert course_style.colab_url("notebooks/lesson1_x.ipynb") + ")" in alone
     both = built(["notebooks/00_index.ipynb", "notebooks/lesson1_x.ipynb"])
     assert "](lesson1_x.ipynb)" in both and "](../../release/lesson1/x.ipynb)" in both
-    assert tr.course_style.colab_url("ko/notebooks/lesson1_x.ipynb") + ")" in both
+    assert course_style.colab_url("ko/notebooks/lesson1_x.ipynb") + ")" in both

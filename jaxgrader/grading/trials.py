@@ -140,7 +140,7 @@ def pack(answers: list[dict], shared: set[str] = frozenset()) -> list[list[dict]
 
 def editions_of(root: Path, assignment: str) -> list[str]:
     """The languages whose edition has this assignment's release (``<lang>/release/<assignment>``)."""
-    from .editions.translate import languages
+    from .editions.catalogs import languages
 
     coursedir = coursedir_of(load_config(root))
     return [lang for lang in languages(Path(root))

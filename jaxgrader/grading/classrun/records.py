@@ -13,12 +13,7 @@ import dataclasses
 import os
 import socket
 
-MAX_MESSAGE = 500
-
-
-def one_line(text: str, limit: int = MAX_MESSAGE) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+from ..course.config import MAX_MESSAGE, one_line  # noqa: F401  (imported from here by the class run)
 
 
 @dataclasses.dataclass

@@ -45,7 +45,7 @@ from .ledger import LEDGER, WORK, Ledger, kept
 from .records import Result, Shared, Task, one_line
 from .references import (assignment_hash, cache_alembic_version, generate, last_line, limit_s,  # noqa: F401
                          references_side_by_side, template_gradebook)
-from ..verdict.seed import draw_seed
+from ..sandbox.seed import draw_seed
 from ..course.settings import settings_of
 from .table import format_table, write_summary  # noqa: F401
 from .task import submission_hash

@@ -1,7 +1,7 @@
 """The course's nbgrader configuration and API, shared by the coordinator and grading tasks.
 
-Kept apart from ``course`` (the class run) and ``task`` (one submission) so that
-both can use it without importing each other.
+Kept apart from ``classrun.run`` (the class run) and ``classrun.task`` (one submission) so
+that both can use it without importing each other.
 """
 
 from __future__ import annotations
@@ -16,8 +16,17 @@ from traitlets.config.loader import PyFileConfigLoader
 from .settings import check_settings
 
 
+MAX_MESSAGE = 500
+
+
 class CourseError(RuntimeError):
     """A problem with the course directory; the message is one line for the teacher."""
+
+
+def one_line(text: str, limit: int = MAX_MESSAGE) -> str:
+    """``text`` on one line, shortened to ``limit``: how every problem reaches the teacher."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def load_config(root: Path, db_path: Path | None = None) -> Config:

@@ -16,9 +16,8 @@ from pathlib import Path
 
 from traitlets.config import Config
 
-from .config import CourseError, load_config
+from .config import CourseError, load_config, one_line
 from .notebooks import NotebookError, read_notebook
-from ..classrun.records import one_line
 
 GRADEBOOK = "gradebook.db"  # nbgrader's default SQLite file in the course
 

@@ -10,7 +10,7 @@ language, by ``LocalizeFeedback`` (a ``GenerateFeedback`` preprocessor, before
 
 * the edition is recognised from the submission itself (``submitted/``): the edition whose
   release its locked cells match most, English on a tie; nothing the student could gain by it.
-  An assignment an edition was placed as (``lesson1-ko``, ``translate.side_by_side``) is that
+  An assignment an edition was placed as (``lesson1-ko``, ``side_by_side.side_by_side``) is that
   edition's, whatever was submitted;
 * the course's cells (prompts, locked cells, the visible part of test cells) are put back in
   the edition's words, from the edition's release, by grade id; the student's cells stay theirs;
@@ -30,8 +30,9 @@ from babel.messages.catalog import Catalog
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool
 
-from . import translate as tr
-from . import translation_units as tu
+from . import catalogs as tc
+from . import literals as tl
+from . import side_by_side as tsbs
 from .sentences import GRADER, MESSAGES
 
 _FIELD = re.compile(r"\{(\w+)\}")
@@ -51,13 +52,13 @@ class Translator:
     """One edition's feedback sentences and one notebook's assert messages, English -> edition."""
 
     def __init__(self, grader: Catalog, notebook: Catalog | None = None):
-        table = tr.translations(grader)
+        table = tc.translations(grader)
         self.templates = [(_pattern(m), table[("verdict", m)]) for m in MESSAGES if ("verdict", m) in table]
-        units = [(context or "", tu.literal_parts(en), tu.literal_parts(ko))
-                 for (context, en), ko in (tr.translations(notebook).items() if notebook is not None else ())]
+        units = [(context or "", tl.literal_parts(en), tl.literal_parts(ko))
+                 for (context, en), ko in (tc.translations(notebook).items() if notebook is not None else ())]
         # a cell's feedback units (part names, context "<cell id>:part") and the rest (assert messages)
-        self.parts = tu.literal_patterns((en, ko) for context, en, ko in units if context.endswith(tr.PART))
-        self.assertions = tu.literal_patterns((en, ko) for context, en, ko in units if not context.endswith(tr.PART))
+        self.parts = tl.literal_patterns((en, ko) for context, en, ko in units if context.endswith(tc.PART))
+        self.assertions = tl.literal_patterns((en, ko) for context, en, ko in units if not context.endswith(tc.PART))
 
     def line(self, text: str) -> str:
         for pattern, translated in self.templates:
@@ -70,11 +71,11 @@ class Translator:
 
     def assertion(self, text: str) -> str:
         """A visible test's assert message in the edition's words (its f-string values carried over)."""
-        return tu.fill(self.assertions, text)
+        return tl.fill(self.assertions, text)
 
     def part(self, name: str) -> str:
         """A part's name (what the hidden test reported it as) in the edition's words."""
-        return self.line(name) if name.startswith("(") else tu.fill(self.parts, name)
+        return self.line(name) if name.startswith("(") else tl.fill(self.parts, name)
 
     def verdict(self, cell) -> None:
         """Translate the verdict's outputs of a judged test cell in place."""
@@ -132,7 +133,7 @@ def edition_of(submission, coursedir, assignment: str, notebook: str) -> str | N
 
     mine = locked(submission)
     best, best_score = None, matches(release_path(coursedir, assignment, notebook))
-    for language in tr.languages(Path(coursedir.root)):
+    for language in tc.languages(Path(coursedir.root)):
         score = matches(release_path(coursedir, assignment, notebook, language))
         if score > best_score:
             best, best_score = language, score
@@ -144,12 +145,12 @@ def localize(nb, coursedir, language: str, assignment: str, notebook: str):
     from ..course.notebooks import read_notebook
 
     # only its catalogs are read: a grading copy of the course need not hold the edition's lectures
-    edition = tr.Edition(Path(coursedir.root), language, ())
+    edition = tc.Edition(Path(coursedir.root), language, ())
     release = read_notebook(release_path(coursedir, assignment, notebook, language))
     theirs = {c.metadata["nbgrader"]["grade_id"]: c for c in release.cells if "grade_id" in c.metadata.get("nbgrader", {})}
     po = edition.catalog_path(f"source/{assignment}/{notebook}.ipynb")
-    translator = Translator(tr.read_catalog(edition.catalogs / f"{GRADER}.po"),
-                            tr.read_catalog(po) if po.is_file() else None)
+    translator = Translator(tc.read_catalog(edition.catalogs / f"{GRADER}.po"),
+                            tc.read_catalog(po) if po.is_file() else None)
     for cell in nb.cells:
         meta = cell.get("metadata", {}).get("nbgrader", {})
         ours = theirs.get(meta.get("grade_id"))
@@ -174,9 +175,9 @@ class LocalizeFeedback(NbGraderPreprocessor):
 
         info = resources.get("nbgrader", {})
         coursedir = CourseDirectory(config=self.config)
-        if not self.enabled or not tr.languages(Path(coursedir.root)):
+        if not self.enabled or not tc.languages(Path(coursedir.root)):
             return nb, resources
-        assignment, language = tr.edition_assignment(coursedir, info.get("assignment", ""))  # placed side by side
+        assignment, language = tsbs.edition_assignment(coursedir, info.get("assignment", ""))  # placed side by side
         submitted = Path(coursedir.format_path(coursedir.submitted_directory, info.get("student", ""),
                                                info.get("assignment", ""))) / f"{info.get('notebook')}.ipynb"
         try:
@@ -186,7 +187,7 @@ class LocalizeFeedback(NbGraderPreprocessor):
         if language:
             try:
                 nb = localize(nb, coursedir, language, assignment, info["notebook"])
-            except (tr.CourseError, NotebookError) as exc:  # a broken catalog costs the language, not the feedback
+            except (tc.CourseError, NotebookError) as exc:  # a broken catalog costs the language, not the feedback
                 self.log.warning("feedback for %s stays in English: %s", info.get("student"), exc)
                 return nb, resources
             nb.metadata["language"] = language

@@ -1,9 +1,9 @@
 """Translation units: the spans of an English notebook a translator translates, and nothing else.
 
-Kept apart from the catalogs and commands (``translate``) because this is the part that decides
-what an edition may change: where units are found in a cell, how translations are put back in
-their place (a translation must stay what its unit is), and what two editions of a notebook may
-differ in (``differences``, which ``tests/test_translation.py`` holds every edition to).
+Kept apart from the catalogs (``catalogs``) and the build (``build``) because this is the part that
+decides what an edition may change: where units are found in a cell and how translations are put
+back in their place (a translation must stay what its unit is). What two editions of a notebook may
+differ in is ``differences``; literals whose rendered text is translated, ``literals``.
 It knows nothing of catalogs, editions on disk or Babel.
 
 Units (docs/translating.md):
@@ -27,7 +27,6 @@ it, but only there (``localize``); the hidden test itself is never changed.
 from __future__ import annotations
 
 import ast
-import copy
 import io
 import re
 import tokenize
@@ -272,109 +271,6 @@ def part_units(source: str) -> list[Unit]:
     return sorted(set(units), key=lambda u: u.start)
 
 
-# --------------------------------------------------------------------------- a literal's English text -> the edition's
-
-
-def _node_parts(node) -> list[tuple[str, str]] | None:
-    """A string literal as [("text", str) | ("field", its syntax)], or None if it is not one."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return [("text", node.value)]
-    if isinstance(node, ast.JoinedStr):
-        return [("text", v.value) if isinstance(v, ast.Constant) else ("field", ast.dump(v)) for v in node.values]
-    return None
-
-
-def literal_parts(source: str) -> list[tuple[str, str]] | None:
-    try:
-        return _node_parts(ast.parse(f"(\n{source}\n)", mode="eval").body)
-    except SyntaxError:
-        return None
-
-
-def literal_patterns(pairs, field: str = ".*?", last: str | None = None) -> list[tuple[re.Pattern, list]]:
-    """(English, translated) literals, each as ``literal_parts``, as patterns matching the text the English
-    literal renders to (f-string values captured by ``field``, or by ``last`` where the literal ends in
-    one) with the translation's parts, for ``fill``.
-    A pair whose translation has a field the English lacks is left out (that text stays English).
-    Most literal text first: a text two patterns match takes the more specific one's translation."""
-    out = []
-    for en, ko in pairs:
-        if en is None or ko is None:
-            continue
-        keys = {p: i for i, (kind, p) in reversed(list(enumerate(en))) if kind == "field"}
-        if any(kind == "field" and p not in keys for kind, p in ko):
-            continue
-        pattern, seen = [], set()
-        for i, (kind, p) in enumerate(en):
-            if kind == "text":
-                pattern.append(re.escape(p))
-            else:
-                capture = last if last is not None and i == len(en) - 1 else field
-                pattern.append(f"(?P=f{keys[p]})" if keys[p] in seen else f"(?P<f{keys[p]}>{capture})")
-                seen.add(keys[p])
-        specific = sum(len(p) for kind, p in en if kind == "text")
-        out.append((specific, re.compile("".join(pattern), re.DOTALL),
-                    [(kind, p if kind == "text" else keys[p]) for kind, p in ko]))
-    return [(pattern, parts) for _, pattern, parts in sorted(out, key=lambda item: -item[0])]
-
-
-def _render(match, parts) -> str:
-    return "".join(p if kind == "text" else match.group(f"f{p}") for kind, p in parts)
-
-
-def fill(patterns: list[tuple[re.Pattern, list]], text: str) -> str:
-    """``text`` (all of it) in the edition's words, by the first pattern that matches it whole; else as it is."""
-    for pattern, parts in patterns:
-        match = pattern.fullmatch(text)
-        if match:
-            return _render(match, parts)
-    return text
-
-
-def _printed(tree) -> list[ast.expr]:
-    """The literal arguments of a cell's ``print`` calls, in a fixed order (two editions' cells pair up by it)."""
-    return [arg for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-            and node.func.id == "print" for arg in node.args if _is_text(arg)]
-
-
-def printed_outputs(english_cell, edition_source: str) -> list:
-    """The English cell's outputs with what its ``print`` calls wrote in the edition's words: each printed
-    literal whose edition differs is replaced where it appears in the cell's printed text (an f-string
-    with its values carried over, within a line). Everything else (values, errors, results, images) is
-    copied. Derived from the two cells' sources alone, so ``build`` and ``differences`` agree."""
-    outputs = copy.deepcopy(list(english_cell.get("outputs", [])))
-    english, edition = _parse(english_cell.source)[0], _parse(edition_source)[0]
-    if english is None or edition is None or not any(o.get("output_type") == "stream" for o in outputs):
-        return outputs
-    pairs = [(_node_parts(a), _node_parts(b)) for a, b in zip(_printed(english), _printed(edition))
-             if _node_parts(a) != _node_parts(b) and _LETTER.search(_literal_text(a))]
-    patterns = literal_patterns(pairs, field=r"[^\n]*?", last=r"[^\n]*")  # a value is within its line
-    if not patterns or len(_printed(english)) != len(_printed(edition)):
-        return outputs
-    for output in outputs:
-        if output.get("output_type") == "stream":
-            text = "".join(output["text"]) if isinstance(output["text"], list) else output["text"]
-            for pattern, parts in patterns:
-                text = pattern.sub(lambda m, parts=parts: _render(m, parts), text)
-            output["text"] = text
-    return outputs
-
-
-def literal_fields(source: str) -> list[str] | None:
-    """A string literal's f-string fields (as syntax, sorted), or None if ``source`` is not one literal."""
-    parts = literal_parts(source)
-    return None if parts is None else sorted(p for kind, p in parts if kind == "field")
-
-
-def check_part(english: str, translated: str, where: str) -> None:
-    """A part name's translation must be one string literal with the English's {fields}: the grader
-    fills them from the name the reference run reported."""
-    if literal_fields(translated) is None:
-        raise CourseError(f"{where}: the translation of part name {english!r} must be one Python string literal")
-    if literal_fields(translated) != literal_fields(english):
-        raise CourseError(f"{where}: the translation of part name {english!r} must keep every {{field}} of it")
-
-
 def cell_units(cell) -> list[Unit]:
     if cell.cell_type == "markdown":
         return markdown_units(cell.source)
@@ -415,57 +311,3 @@ def translate_text(text: str, units: list[Unit], lookup, where: str, relink=None
         out += [text[last:unit.start], new]
         last = unit.end
     return "".join(out) + text[last:]
-
-# --------------------------------------------------------------------------- what the editions may differ in
-
-
-def code_skeleton(source: str) -> str:
-    """A code cell with its read strings blanked and comments gone: what no edition may change."""
-    tree, _ = _parse(source)
-    if tree is None:
-        return source
-    for node, _ in _read_strings(tree):
-        fields = sorted(ast.dump(v) for v in getattr(node, "values", []) if isinstance(v, ast.FormattedValue))
-        if isinstance(node, ast.JoinedStr):
-            node.values = [ast.Constant(value="|".join(fields))]
-        else:
-            node.value = ""
-    magics = [line.strip() for line in source.splitlines() if _magic(line)]
-    return ast.dump(tree) + "\n" + "\n".join(magics)
-
-
-def _protected(source: str) -> str:
-    """Solutions and hidden tests: the lines no edition touches."""
-    lines = _lines(source)
-    return "".join(lines[n - 1] for n in sorted(_excluded_lines(source)))
-
-
-def differences(english, edition_nb, name: str = "") -> list[str]:
-    """Everything in which two editions of a notebook differ apart from translated text."""
-    out = []
-    if english.metadata != edition_nb.metadata:
-        out.append(f"{name}: notebook metadata differ")
-    if len(english.cells) != len(edition_nb.cells):
-        return out + [f"{name}: {len(english.cells)} cells in English, {len(edition_nb.cells)} in the edition"]
-    for i, (a, b) in enumerate(zip(english.cells, edition_nb.cells), start=1):
-        where = f"{name} cell {i}"
-        if a.cell_type != b.cell_type or a.get("id") != b.get("id"):
-            out.append(f"{where}: cell type or id differ ({a.cell_type} {a.get('id')} / {b.cell_type} {b.get('id')})")
-            continue
-        meta_a, meta_b = copy.deepcopy(dict(a.metadata)), copy.deepcopy(dict(b.metadata))
-        for meta in (meta_a, meta_b):  # nbgrader's checksum hashes the (translated) source
-            meta.get("nbgrader", {}).pop("checksum", None)
-        if meta_a != meta_b:
-            out.append(f"{where}: metadata differ (grade id, points or other)")
-        if a.get("attachments") != b.get("attachments"):
-            out.append(f"{where}: attachments differ")
-        if a.cell_type == "code":
-            if printed_outputs(a, b.source) != b.get("outputs"):
-                out.append(f"{where}: outputs differ (other than the text of translated print strings)")
-            if code_skeleton(a.source) != code_skeleton(b.source):
-                out.append(f"{where}: code differs (only comments, assert messages and print strings may)")
-            if _protected(a.source) != _protected(b.source):
-                out.append(f"{where}: a solution or hidden test is not byte-identical")
-        elif a.cell_type == "raw" and a.source != b.source:
-            out.append(f"{where}: raw cell differs")
-    return out

@@ -41,7 +41,7 @@ from traitlets import Bool, Dict, Enum, Integer, List, Unicode, default
 from .bwrap import (SYSTEM_PATH, check_sandbox, limits_command, python_roots, read_only_paths,  # noqa: F401
                     sandbox_command)
 from . import gpu
-from ..verdict.seed import ENV as SEED_ENV, seed_of
+from .seed import ENV as SEED_ENV, seed_of
 from .kerneldirs import DIR_PREFIX, remove_tree, sweep_stale_dirs, sweep_stale_kernels  # noqa: F401
 
 KERNEL_UID = 0  # 0: each kernel gets a uid of its own from FIRST_KERNEL_UID up (when the grader is root)

@@ -35,17 +35,17 @@ def template_dirs() -> list[str]:
 
 def feedback_words(root, language: str | None) -> dict[str, str]:
     """The feedback page's words in an edition's language (English -> translation; {} for English)."""
-    from ..editions import translate as tr
+    from ..editions import catalogs as tc
     from ..editions.sentences import GRADER
 
     if not language:
         return {}
-    path = tr.Edition(Path(root), language, ()).catalogs / f"{GRADER}.po"
+    path = tc.Edition(Path(root), language, ()).catalogs / f"{GRADER}.po"
     if not path.is_file():
         return {}
     try:
-        table = tr.translations(tr.read_catalog(path))
-    except tr.CourseError:
+        table = tc.translations(tc.read_catalog(path))
+    except tc.CourseError:
         return {}
     return {english: text for (context, english), text in table.items() if context == "feedback"}
 
@@ -64,7 +64,7 @@ class NamePartsInFeedback(NbGraderPreprocessor):
         words = feedback_words(coursedir.root, language)
         names = {}
         if info.get("assignment") and info.get("notebook"):
-            from ..editions.translate import edition_assignment
+            from ..editions.side_by_side import edition_assignment
 
             assignment, _ = edition_assignment(coursedir, info["assignment"])  # lesson1-ko: lesson1's headings
             names = source_names(coursedir, assignment, info["notebook"], language, words)

@@ -3,8 +3,9 @@
 The verdict parses what a hidden test reported (``reports``), judges each part against
 the reference run's report of the same name (``judging``; program text parsed in
 ``programs``), and replaces the test cell's outputs with its own line, which nbgrader
-then scores. ``reference`` runs the instructor's notebook; ``seed`` is the run's seed.
+then scores. ``reference`` runs the instructor's notebook; ``artifacts`` evaluates what a
+kernel exported (programs, trained parameters) on inputs the grader holds.
 
-May import: ``jaxgrader.grading.course.settings`` (a leaf) and nothing else of the grader.
+May import: ``sandbox`` (where the reference kernel and exported programs run).
 Never imported by ``jaxgrader.checks`` (the kernel side): that boundary is the trust boundary.
 """

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 from .reports import parse_reports, payloads
-from .seed import seed_of, with_seed
+from ..sandbox.seed import seed_of, with_seed
 
 
 class ReferenceError(RuntimeError):

@@ -6,7 +6,7 @@ write or suppress any output. So the outputs a kernel produced decide nothing
 here. Instead:
 
 1. hidden tests *report* the student's answers (``jaxgrader.checks.report``) on
-   inputs drawn from the run's seed (``jaxgrader.grading.verdict.seed``);
+   inputs drawn from the run's seed (``jaxgrader.grading.sandbox.seed``);
 2. the instructor's solution is run with the same seed in a sandboxed kernel of
    its own (``reference``, once per notebook and run);
 3. :class:`Verdict`, an nbgrader preprocessor that runs right after execution,

@@ -31,9 +31,7 @@ def _process_seed() -> int:
 
 def seed_of(config) -> int:
     """``c.JaxGrader.seed`` of ``config``; unset: this process's own (see module doc)."""
-    from ..course.settings import settings_of
-
-    seed = settings_of(config).seed if config is not None else None
+    seed = config.get("JaxGrader", {}).get("seed") if config is not None else None
     return _process_seed() if seed is None else int(seed) % 2**31
 
 
