@@ -24,7 +24,7 @@ from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from traitlets.config import Config
 
-from jaxgrader.grading.sandbox.limits import _MemoryWatchdog
+from jaxgrader.grading.sandbox.limits import MemoryWatchdog
 from jaxgrader.grading.sandbox.bwrap import SYSTEM_PATH, check_sandbox, read_only_paths, sandbox_command
 from jaxgrader.grading.sandbox.kerneldirs import sweep_stale_dirs as _sweep_stale_dirs
 from jaxgrader.grading.sandbox.sandbox import COURSE_ITEMS, SandboxedKernelManager, isolation_of
@@ -258,7 +258,7 @@ print(json.dumps({"uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(), 
     root = psutil.Process(kernel.km.provisioner.pid)
     kernels = [p for p in root.children(recursive=True) if p.cmdline()[1:3] == ["-m", "ipykernel_launcher"]]
     assert len(kernels) == 1 and kernels[0].uids().real == expected_uid(kernel.km)
-    assert _MemoryWatchdog(root.pid, 0).rss(root) > 30 * 2**20
+    assert MemoryWatchdog(root.pid, 0).rss(root) > 30 * 2**20
 
 
 def test_environment_is_allowlisted(kernel):

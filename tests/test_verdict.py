@@ -16,7 +16,8 @@ from jaxgrader.grading.verdict.verdict import ReportError, judge_cell, parse_rep
 def output(name, value, rule="close", **kw):
     payload = {"name": name, "rule": rule, "rtol": kw.get("rtol", 1e-5), "atol": kw.get("atol", 1e-6),
                "bound": kw.get("bound"), "value": encode(value)}
-    payload.update({k: kw[k] for k in ("against", "evidence") if k in kw})
+    payload.update({k: kw[k] for k in ("against", "evidence", "if_passed", "if_failed", "limits") if k in kw})
+    payload.update({k: encode(kw[k]) for k in ("model", "data") if k in kw})
     return {"output_type": "display_data", "data": {MIME: payload}, "metadata": {}}
 
 
@@ -24,8 +25,8 @@ def ref(name, value, rule="close", **kw):
     return parse_report(output(name, value, rule, **kw)["data"][MIME])
 
 
-def judge(student_outputs, reference, seconds=None):
-    return {p["name"]: p for p in judge_cell(student_outputs, reference, seconds)}
+def judge(student_outputs, reference, seconds=None, passed=None, artifacts=None):
+    return {p["name"]: p for p in judge_cell(student_outputs, reference, seconds, passed, artifacts)}
 
 
 def test_pytrees_round_trip_through_the_encoding():
@@ -173,15 +174,40 @@ def _passes(rule, student, reference, seconds=None, **kw):
 def test_every_part_says_what_its_points_rest_on_and_kernel_points_count_them():
     from jaxgrader.grading.verdict.judging import kernel_points
 
+    from jaxgrader.grading.verdict.judging import weak_points
+
     reference = [ref("v", 1.0), ref("fact", True, rule="true"), ref("n", 2, rule="equal", evidence="kernel"),
-                 ref("losses", [1.0, 0.1], rule="falls", bound=0.5)]
+                 ref("losses", [1.0, 0.1], rule="falls", bound=0.5), ref("t", 0.0, rule="cell_time", bound=3),
+                 ref("p", {"program": np.zeros(3, np.uint8), "inputs": []}, rule="program")]
     parts = judge([], reference)
-    assert {n: p["evidence"] for n, p in parts.items()} == {"v": "checked", "fact": "kernel", "n": "kernel",
-                                                            "losses": "checked"}
+    assert {n: p["evidence"] for n, p in parts.items()} == {"v": "reference", "fact": "kernel", "n": "kernel",
+                                                            "losses": "shape", "t": "cost", "p": "artifact"}
     assert kernel_points(list(parts.values()), 3) == 3
     assert kernel_points([parts["v"], parts["losses"]], 3) == 0
+    assert weak_points([parts["v"], parts["losses"]], 3) == (3, "shape")
+    assert weak_points([parts["v"], parts["t"], parts["p"]], 3) == (0, None)
     # what a kernel says about the evidence is ignored: the reference's report decides
-    assert judge([output("v", 1.0, evidence="kernel")], [ref("v", 1.0)])["v"]["evidence"] == "checked"
+    assert judge([output("v", 1.0, evidence="kernel")], [ref("v", 1.0)])["v"]["evidence"] == "reference"
+
+
+def test_which_parts_count_follows_the_earlier_cells():
+    """An own-chain part counts when the cells it builds on passed; its stand-in twin when one failed."""
+    reference = [ref("own", 1.0, if_passed=["test_a", "test_b"]), ref("standin", 2.0, if_failed=["test_a", "test_b"]),
+                 ref("always", 3.0)]
+    student = [output("own", 1.0), output("standin", 0.0), output("always", 3.0)]
+    both = judge(student, reference, passed={"test_a": True, "test_b": True})
+    assert set(both) == {"own", "always"} and all(p["passed"] for p in both.values())
+    one_failed = judge(student, reference, passed={"test_a": True, "test_b": False})
+    assert set(one_failed) == {"standin", "always"} and not one_failed["standin"]["passed"]
+    assert set(judge(student, reference, passed={})) == {"standin", "always"}  # not judged yet: failed
+
+
+def test_a_cell_costs_what_the_grader_timed_against_the_reference():
+    reference = [ref("t", 2.0, rule="cell_time", bound=3.0)]  # the reference's cell took 2 s
+    assert judge([output("t", 1e9, rule="cell_time")], reference, seconds=6.5)["t"]["passed"]  # 3 x 2 + 1 s slack
+    assert not judge([output("t", 0.0, rule="cell_time")], reference, seconds=7.5)["t"]["passed"]
+    assert not judge([output("t", 0.0, rule="cell_time")], reference, seconds=None)["t"]["passed"]
+    assert not judge([], reference, seconds=1.0)["t"]["passed"]  # the cell must report it: it ran to the end
 
 
 def test_values_are_judged_by_the_grader():

@@ -8,6 +8,13 @@ inputs. The grader parses it outside the kernel (``jaxgrader.grading.verdict.pro
 and compares it with the reference run's: to send a passing one, a student has
 to have written that program. Rules: ``jitted``, ``same_program`` (lowered text),
 ``no_growth`` (jaxpr text); see ``jaxgrader.checks.report``.
+
+Program text alone is the kernel's word about a program: a kernel can print the text of
+another function (re-jitted, traced on something trivial). :func:`exported` hands the grader
+the program itself, serialized by ``jax.export``: the grader *runs* it, outside the kernel,
+on inputs the kernel never saw, so a program that passes computes the answer (rule
+``program``), and its form (largest value, number of operations, shardings) is read off the
+same program that computed it.
 """
 
 from __future__ import annotations
@@ -32,4 +39,39 @@ def jaxpr(fn, *args, **kwargs) -> str:
     return jax.make_jaxpr(fn)(*args, **kwargs).pretty_print(use_color=False)
 
 
-__all__ = ["jaxpr", "lowered"]
+def _is_key(x) -> bool:
+    return jax.dtypes.issubdtype(getattr(x, "dtype", None), jax.dtypes.prng_key)
+
+
+def exported(fn, *args, static: dict | None = None) -> dict:
+    """``fn`` on ``args`` as a program the grader can run: ``{"program": bytes, "inputs": [arrays]}``.
+
+    The arguments are flattened to arrays (PRNG keys as their key data, wrapped again inside), the
+    outputs likewise, so the grader needs neither the notebook's pytree classes nor its keys;
+    ``static``: keyword arguments passed as they are (e.g. ``n_steps`` of a Python loop). The program
+    is whatever ``fn`` traces to under ``jax.jit`` (jitted or not: whether the student jitted ``fn`` is
+    a cost, measured elsewhere); sharded arguments keep their shardings. ``inputs`` are the flat
+    arguments, from which the grader draws its own (``jaxgrader.grading.verdict.artifacts``).
+    """
+    import numpy as np
+    from jax import export
+
+    leaves, treedef = jax.tree.flatten(args)
+    impls = [jax.random.key_impl(x) if _is_key(x) else None for x in leaves]
+    flat = [jax.random.key_data(x) if impl is not None else jax.numpy.asarray(x) for x, impl in zip(leaves, impls)]
+    static = dict(static or {})
+
+    def flat_fn(*xs):
+        xs = [x if impl is None else jax.random.wrap_key_data(x, impl=impl) for x, impl in zip(xs, impls)]
+        out = fn(*jax.tree.unflatten(treedef, xs), **static)
+        return [jax.random.key_data(o) if _is_key(o) else o for o in jax.tree.leaves(out)]
+
+    shardings = [getattr(x, "sharding", None) for x in flat]
+    named = [s if isinstance(s, jax.sharding.NamedSharding) else None for s in shardings]
+    jitted = jax.jit(flat_fn, in_shardings=named) if any(named) else jax.jit(flat_fn)
+    program = export.export(jitted)(*flat)
+    return {"program": np.frombuffer(bytes(program.serialize()), np.uint8),
+            "inputs": [np.asarray(x) for x in flat]}
+
+
+__all__ = ["exported", "jaxpr", "lowered"]

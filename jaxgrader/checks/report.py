@@ -20,62 +20,61 @@ run reported under the same name, outside the student's kernel
 (``jaxgrader.grading.verdict.verdict``). Tolerances, rules and bounds are taken from the
 *reference* run; what a student's kernel sends for them is ignored.
 
-Rules (each part's points rest on what the grader can check itself: its *evidence*):
+Rules. Each part's points rest on evidence the grader checks outside the kernel, of one of
+three kinds (``evidence`` in ``grading-summary.json``; docs/grading.md, "Evidence, not claims"):
+
+*reference*: the value, compared with the reference run's value of the same name, computed
+on inputs drawn for this run:
 
 ``close``    numbers and arrays within ``rtol``/``atol`` of the reference, same
              structure (dict keys, list lengths) and shapes; other leaves equal.
 ``equal``    exactly equal to the reference (shapes, dtypes as strings, counts).
-
-Judged by the grader from the reported value alone (report the raw evidence, never
-a verdict the test reached itself):
-
-``finite``          every number in the value is finite (e.g. a list of losses).
-``falls``           a list of losses: the mean of the last five is at most ``bound``
-                    times the first.
-``all_equal``       a list of values that must all be equal (same key, same masks).
-``all_distinct``    a list of values no two of which may be equal.
-``ratio_at_least``  ``[a, b]``: ``a / b`` at least ``bound``.
-``agrees``          predicted class ids: the fraction equal to the *reference's* value
-                    of the part named ``against`` (e.g. the test labels, reported as
-                    their own ``equal`` part) is at least ``bound``: an accuracy the
-                    grader computes.
 ``within_factor``   a measurement (seconds) within a factor ``bound`` either way of the
                     reference run's measurement of the same thing.
 ``within_cell_time`` a list of seconds the student's code claims to have measured in
                     this cell: their sum must not exceed the cell's wall time on the
                     grader's clock (code can make a cell slower, never faster).
 
-Program artifacts, parsed by the grader (``jaxgrader.grading.verdict.programs``); report
-them with :func:`jaxgrader.checks.programs.lowered` and
-:func:`jaxgrader.checks.programs.jaxpr`:
+*artifact*: something the grader evaluates itself, with trusted code, on data it holds:
 
-``jitted``        the lowered text of a function on the run's inputs (None if it is not
-                  jitted): its ``main`` must take and return the same types as the
-                  reference's (a static argument or a changed dtype shows).
-``same_program``  a list of lowered texts, one per call (e.g. on the state before and
-                  after a step): every one must have the reference's signature, so one
-                  compiled program serves every call.
-``no_growth``     a list of jaxpr texts for growing inputs (2, then 6 batches): the
-                  number of equations must not grow (a scan, not an unrolled loop).
-``shard_shapes``  a jaxpr text on the run's inputs: every argument the reference's
-                  program splits over devices inside a ``shard_map`` must be seen in
-                  the same per-device shapes (a batch split, not replicated).
-``largest_value`` a jaxpr text on the run's inputs: no value in it may have more
-                  entries than the largest in the reference's (e.g. no Hessian formed).
+``program``  a program exported with :func:`jaxgrader.checks.programs.exported`: the grader
+             runs it (outside the kernel, in a process of its own) on inputs it draws near
+             the run's, and compares its outputs with what the reference's exported program
+             computes on the same inputs (``rtol``/``atol``). ``limits`` bound its form against
+             the reference's program: ``{"entries": f}`` (no value more than ``f`` times the
+             size of the reference's largest: no Hessian formed, micro-batches one at a time),
+             ``{"ops": f}`` (at most ``f`` times the reference's operations: a scan, not an
+             unrolled loop), ``{"shardings": True}`` (the inputs sharded as the reference's).
+``scores``   trained parameters (any pytree): the grader applies the *reference's* model
+             (``model=exported(predict, params, x)``, taken from the reference run) to them
+             on held-out data the reference run names (``data={"x": ..., "y": ...}``) and
+             computes the accuracy itself; it must be at least the reference parameters'
+             accuracy less ``bound``.
 
-(These two rules also require the program's inputs to be the reference's: the
-run's data, whose shapes are drawn for the run.)
+*cost*: what the grader measures on its own clock:
 
-Kept for older tests, and taken on the kernel's word (``evidence="kernel"``):
+``cell_time`` the whole test cell's wall time, timed by the grader, at most ``bound`` times
+             the reference run's for the same cell (plus ``limits={"slack": s}`` seconds, 1 by
+             default). The value reported is ignored. Give the cell a workload the property
+             decides (many calls of a step: a missing ``jax.jit``, a recompiling step or an
+             unrolled loop cost many times the factor).
 
-``true``     the value must be ``True``: a fact measured inside the kernel.
-``at_most``  a number measured inside the kernel, at most ``bound``.
-``at_least`` a number measured inside the kernel, at least ``bound``.
+Which parts count: ``if_passed=["test_a", ...]`` judges a part only when those test cells
+passed in this submission, ``if_failed=[...]`` only when one of them failed. A test that
+isolates one exercise from an earlier one reports the student's own chain under
+``if_passed`` (any way of binding the earlier function is then judged fairly) and the same
+computation with a stand-in for the earlier function under ``if_failed`` (a wrong earlier
+answer costs only its own points).
 
-A student who takes over the kernel can send whatever passes those three, so no
-new test uses them; ``jaxgrader trials`` and ``grading-summary.json`` count the
-points resting on them. ``evidence="kernel"`` marks any other part whose value is a
-fact the test worked out inside the kernel (the same in every run, so guessable).
+Judged from the reported value's own form (*shape*: a student who controls the kernel can
+send a value of that form without doing the work; kept for older tests, counted by
+``jaxgrader trials``): ``finite``, ``falls``, ``all_equal``, ``all_distinct``,
+``ratio_at_least``, ``agrees``, and the program texts of :func:`jaxgrader.checks.programs.lowered`
+and :func:`jaxgrader.checks.programs.jaxpr` (``jitted``, ``same_program``, ``no_growth``,
+``shard_shapes``, ``largest_value``), which a kernel can make from another function.
+
+Taken on the kernel's word (``evidence="kernel"``): ``true``, ``at_most``, ``at_least``, and
+any part marked so. A student who takes over the kernel can send whatever passes them.
 
 The value travels as a ``display_data`` output with the MIME type
 :data:`MIME`; this module only encodes. The grader's parser enforces sizes.
@@ -93,7 +92,7 @@ import numpy as np
 MIME = "application/vnd.jaxgrader.report.v1+json"
 RULES = ("close", "equal", "true", "at_most", "at_least", "finite", "all_equal", "all_distinct", "falls",
          "agrees", "within_factor", "ratio_at_least", "jitted", "same_program", "no_growth", "within_cell_time",
-         "shard_shapes", "largest_value")
+         "shard_shapes", "largest_value", "cell_time", "program", "scores")
 # A report bigger than this is refused here, with a message, instead of by the grader.
 MAX_REPORT_BYTES = 2 * 2**20
 
@@ -216,12 +215,16 @@ def _leaves(value):
 
 
 def report(name: str, value, *, rule: str = "close", rtol: float = 1e-5, atol: float = 1e-6,
-           bound: float | None = None, against: str | None = None, evidence: str | None = None) -> None:
+           bound: float | None = None, against: str | None = None, evidence: str | None = None,
+           if_passed=(), if_failed=(), limits: dict | None = None, model=None, data=None) -> None:
     """Hand ``value`` to the grader under ``name`` (unique within the test cell).
 
     ``close`` tolerances are widened to :func:`precision_floor` where matmuls run at reduced precision.
     ``against``: the part whose reference value an ``agrees`` part is judged against;
-    ``evidence="kernel"``: this part's value is the kernel's word (see the module doc).
+    ``evidence="kernel"``: this part's value is the kernel's word; ``if_passed`` / ``if_failed``:
+    grade ids of test cells that decide whether this part counts; ``limits``: bounds of a
+    ``program`` or ``cell_time`` part; ``model`` and ``data``: what a ``scores`` part is scored with
+    (see the module doc). Only the reference run's rule, tolerances and options count.
     """
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r}; one of {RULES}")
@@ -234,6 +237,15 @@ def report(name: str, value, *, rule: str = "close", rtol: float = 1e-5, atol: f
         payload["against"] = str(against)
     if evidence is not None:
         payload["evidence"] = str(evidence)
+    for field, ids in (("if_passed", if_passed), ("if_failed", if_failed)):
+        if ids:
+            payload[field] = [str(i) for i in ([ids] if isinstance(ids, str) else ids)]
+    if limits:
+        payload["limits"] = {str(k): (v if isinstance(v, bool) else float(v)) for k, v in limits.items()}
+    if model is not None:
+        payload["model"] = encode(model)
+    if data is not None:
+        payload["data"] = encode(data)
     import json
 
     if len(json.dumps(payload)) > MAX_REPORT_BYTES:

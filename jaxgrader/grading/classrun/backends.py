@@ -70,6 +70,11 @@ class LocalBackend:
     def status(self) -> str:
         return ""
 
+    def shares(self) -> list[tuple[int, ...]]:
+        """The CPUs of each worker (empty tuples: unpinned); a reference run timed for comparison with
+        a submission's kernel runs on one of them (``references.references_side_by_side``)."""
+        return [slot.cpus for slot in self._slots]
+
     def start(self, tasks: int | None = None) -> None:
         """Start the worker processes now (they import nbgrader while the coordinator prepares).
 

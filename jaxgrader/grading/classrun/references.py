@@ -88,13 +88,26 @@ def references_for(course: Course, assignment: str, seed: int) -> dict | None:
                           f"{one_line(f'{exc.__class__.__name__}: {exc}', 300)}") from None
 
 
-def references_side_by_side(course: Course, assignments: list[str], seed: int
-                            ) -> tuple[dict[str, dict | None], dict[str, float]]:
+def references_side_by_side(course: Course, assignments: list[str], seed: int,
+                            shares: list[tuple[int, ...]] = ()) -> tuple[dict[str, dict | None], dict[str, float]]:
     """``references_for`` every assignment, one reference run per core at a time (each run is a
-    kernel of its own, mostly on one core), and the seconds each took. The first failure is raised."""
+    kernel of its own, mostly on one core), and the seconds each took. The first failure is raised.
+
+    ``shares``: the grading workers' CPUs. Each reference kernel is kept on one worker's share, so the
+    cells it times (``cell_time`` parts) ran on the CPUs a submission's kernel gets.
+    """
+    import itertools
+    import threading
     from concurrent.futures import ThreadPoolExecutor
 
+    turn, lock = itertools.count(), threading.Lock()
+
     def timed(assignment):
+        share = [s for s in shares if s]
+        if share and hasattr(os, "sched_setaffinity"):
+            with lock:
+                cpus = share[next(turn) % len(share)]
+            os.sched_setaffinity(0, cpus)  # this thread, and the kernel it starts
         t0 = time.monotonic()
         return references_for(course, assignment, seed), round(time.monotonic() - t0, 2)
 

@@ -217,7 +217,8 @@ def prepare(run: Run) -> None:
                 run.say(line)
 
     to_grade = sorted({t.assignment for t in run.tasks})
-    references, seconds = references_side_by_side(course, to_grade, run.seed)
+    shares = run.backend.shares() if run.tasks and hasattr(run.backend, "shares") else []
+    references, seconds = references_side_by_side(course, to_grade, run.seed, shares)
     if seconds:
         info["reference_seconds"] = seconds
     for assignment in to_grade:

@@ -282,8 +282,8 @@ def _read_back(db_url: str, assignment: str, student: str, out_dir: Path, record
 
 
 def _evidence(part: dict) -> str:
-    """"kernel" for a part the student's kernel measured (the verdict says so), else "checked"."""
-    return "kernel" if part.get("evidence") == "kernel" else "checked"
+    """What the verdict says the part rests on (``judging.EVIDENCE``)."""
+    return str(part.get("evidence") or "reference")
 
 
 def _capped(record: Record) -> Record:

@@ -68,7 +68,7 @@ def _size(content) -> int:
     return 8
 
 
-class _MemoryWatchdog(threading.Thread):
+class MemoryWatchdog(threading.Thread):
     """Kill process ``pid`` (and its children) once their summed RSS exceeds ``limit_bytes``."""
 
     def __init__(self, pid: int, limit_bytes: int, interval: float = 0.2):
@@ -189,7 +189,7 @@ class LimitedExecute(Execute):
         self._deadline = time.monotonic() + self.notebook_timeout
         self._cell_timeout = self.timeout
         self._stopped: str = ""
-        self._watchdog: _MemoryWatchdog | None = None
+        self._watchdog: MemoryWatchdog | None = None
         try:
             return super().preprocess(nb, resources, km)
         finally:
@@ -205,7 +205,7 @@ class LimitedExecute(Execute):
         pid = getattr(getattr(self.km, "provisioner", None), "pid", None)
         if pid is None:
             return
-        self._watchdog = _MemoryWatchdog(pid, int(self.memory_limit_mb * 2**20))
+        self._watchdog = MemoryWatchdog(pid, int(self.memory_limit_mb * 2**20))
         self._watchdog.start()
 
     def preprocess_cell(self, cell, resources, index):

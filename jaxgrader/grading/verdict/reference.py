@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+import time
 from pathlib import Path
 
 from .reports import parse_reports, payloads
@@ -73,6 +74,7 @@ def _reference_run(source_path: Path, config, seed: int | None):
                 raise ReferenceError(f"{source_path}: test {meta.get('grade_id')} fails on the instructor's "
                                      f"solution: {errors[0].get('ename')}: {str(errors[0].get('evalue'))[:200]}")
             found, problems = payloads(cell.get("outputs", []))
+            found = with_cell_time(found, cell.get("metadata", {}).get("jaxgrader_seconds"))
             reports, parse_problems = parse_reports(cell.get("outputs", []))
             problems += parse_problems
             if problems:
@@ -86,6 +88,13 @@ def _reference_run(source_path: Path, config, seed: int | None):
             result[meta["grade_id"]] = found
         _reference_cache[cache_key] = result, stderr
         return result, stderr
+
+
+def with_cell_time(found: list, seconds: float | None) -> list:
+    """The reference's reports with each ``cell_time`` part's value set to the cell's wall time on the
+    grader's clock (what the kernel reported for it is ignored, as everywhere)."""
+    return [{**payload, "value": seconds} if isinstance(payload, dict) and payload.get("rule") == "cell_time"
+            else payload for payload in found]
 
 
 def execute_reference(nb, config, assignment: str | None = None):
@@ -108,7 +117,16 @@ def execute_reference(nb, config, assignment: str | None = None):
     with tempfile.TemporaryDirectory(prefix="jaxgrader-reference-") as tmp:
         cwd = os.path.join(tmp, assignment or "reference")
         os.mkdir(cwd)
+        started = {}
+
+        def before(cell, cell_index, **_):
+            started[cell_index] = time.monotonic()
+
+        def after(cell, cell_index, **_):  # each cell's wall time, as LimitedExecute times a submission's
+            cell.metadata["jaxgrader_seconds"] = time.monotonic() - started.pop(cell_index, time.monotonic())
+
         client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
-                                resources={"metadata": {"path": cwd}}, config=config, **kwargs)
+                                resources={"metadata": {"path": cwd}}, config=config,
+                                on_cell_execute=before, on_cell_executed=after, **kwargs)
         client.execute()
     return nb

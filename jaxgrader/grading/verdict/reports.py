@@ -15,12 +15,12 @@ import math
 import numpy as np
 
 MIME = "application/vnd.jaxgrader.report.v1+json"  # same string as jaxgrader.checks.report.MIME
-# close/equal compare with the reference's value; true/at_most/at_least take the kernel's word
-# (kept for old tests); the rest are judged by the grader from reported values and programs.
+# The rules (jaxgrader.checks.report's docstring; what each part's points rest on: judging.EVIDENCE).
 RULES = ("close", "equal", "true", "at_most", "at_least", "finite", "all_equal", "all_distinct", "falls",
          "agrees", "within_factor", "ratio_at_least", "jitted", "same_program", "no_growth", "within_cell_time",
-         "shard_shapes", "largest_value")
-EVIDENCE = ("checked", "kernel")
+         "shard_shapes", "largest_value", "cell_time", "program", "scores")
+EVIDENCE = ("checked", "kernel")  # what a report may say of itself (evidence="kernel" marks the kernel's word)
+MAX_CONDITIONS = 20  # grade ids in a part's if_passed / if_failed
 
 MAX_REPORT_BYTES = 4 * 2**20  # one reported value, as JSON
 MAX_STRING = 2 * 2**20  # program text (a lowered module) is the longest string a report carries
@@ -128,8 +128,21 @@ def parse_report(payload) -> dict:
         raise ReportError(f"unknown evidence {str(evidence)[:20]!r}")
     if against is not None and (not isinstance(against, str) or len(against) > 200):
         raise ReportError("against is not a part name")
-    return {"name": name, "rule": rule, **numbers, "evidence": evidence, "against": against,
-            "value": _decode(payload.get("value"), [MAX_NODES])}
+    conditions = {}
+    for field in ("if_passed", "if_failed"):
+        ids = payload.get(field) or []
+        if not (isinstance(ids, list) and len(ids) <= MAX_CONDITIONS
+                and all(isinstance(i, str) and 0 < len(i) <= 200 for i in ids)):
+            raise ReportError(f"{field} is not a list of test names")
+        conditions[field] = ids
+    limits = payload.get("limits") or {}
+    if not (isinstance(limits, dict) and len(limits) <= 10 and all(
+            isinstance(k, str) and isinstance(v, (bool, int, float)) for k, v in limits.items())):
+        raise ReportError("limits is not a dict of numbers")
+    budget = [MAX_NODES]
+    return {"name": name, "rule": rule, **numbers, "evidence": evidence, "against": against, **conditions,
+            "limits": limits, "value": _decode(payload.get("value"), budget),
+            "model": _decode(payload.get("model"), budget), "data": _decode(payload.get("data"), budget)}
 
 
 def payloads(outputs) -> tuple[list, list[str]]:

@@ -32,7 +32,9 @@ from pathlib import Path
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Dict, Integer
 
-from .judging import KERNEL_RULES, compare, evidence_of, judge_cell, kernel_points, kernel_points_of  # noqa: F401
+from . import artifacts
+from .judging import (KERNEL_RULES, artifact_pairs, compare, evidence_of, judge_cell, kernel_points,  # noqa: F401
+                      kernel_points_of, weak_points)
 from .reference import (ReferenceError, execute_reference, reference_reports,  # noqa: F401
                         reference_stderr)
 from .reports import MIME, RULES, ReportError, Unencodable, parse_report, parse_reports  # noqa: F401
@@ -182,7 +184,33 @@ class Verdict(NbGraderPreprocessor):
             return nb, resources
         self._reference = self._reference_for(resources)
         self._parts = resources.setdefault("jaxgrader", {}).setdefault("parts", {})
+        self._artifacts = self._evaluate_artifacts(nb)
         return super().preprocess(nb, resources)
+
+    def _evaluate_artifacts(self, nb) -> dict[str, dict]:
+        """grade_id -> part name -> what evaluating its artifacts gave: every ``program`` and ``scores``
+        part of the notebook in one run of the bounded process (``artifacts``)."""
+        pairs, owners = [], []
+        for cell in nb.cells:
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
+                found = artifact_pairs(cell.get("outputs", []), self._reference.get(meta.get("grade_id"), []))
+                pairs += found
+                owners += [(meta.get("grade_id"), ref["name"]) for ref, _ in found]
+        out: dict[str, dict] = {}
+        for (gid, name), result in zip(owners, artifacts.evaluate(pairs, sandboxed=self._sandboxed())):
+            out.setdefault(gid, {})[name] = result
+        return out
+
+    def _sandboxed(self) -> bool:
+        """Exported programs run in the kernels' sandbox whenever the course's kernels do."""
+        from ..sandbox.bwrap import check_sandbox
+
+        section = self.config.get("LimitedExecute", {})
+        manager = str(section.get("kernel_manager_class") or self.config.get("Execute", {}).get("kernel_manager_class")
+                      or "")
+        isolation = self.config.get("SandboxedKernelManager", {}).get("isolation", "bubblewrap")
+        return "Sandboxed" in manager and isolation != "none" and not check_sandbox()
 
     def _reference_for(self, resources) -> dict[str, list[dict]]:
         info = resources.get("nbgrader", {})
@@ -199,7 +227,9 @@ class Verdict(NbGraderPreprocessor):
             return cell, resources
         gid = meta.get("grade_id")
         seconds = resources.get("jaxgrader", {}).get("cell_seconds", {}).get(index)
-        parts = judge_cell(cell.get("outputs", []), self._reference.get(gid, []), seconds)
+        passed = {g: all(p["passed"] for p in parts) for g, parts in self._parts.items()}
+        parts = judge_cell(cell.get("outputs", []), self._reference.get(gid, []), seconds, passed,
+                           self._artifacts.get(gid, {}))
         self._parts[gid] = parts
         failed = [p for p in parts if not p["passed"]]
         if not failed:
@@ -219,15 +249,16 @@ class Verdict(NbGraderPreprocessor):
 
 
 def kernel_points_summary(assignment: str, notebooks) -> str:
-    """One line for ``jaxgrader trials``: how many of an assignment's automatic points rest on kernel evidence.
+    """One line for ``jaxgrader trials``: how many of an assignment's automatic points rest on the kernel's
+    word or on shape-only evidence (``judging.WEAK``), and in which cells.
 
     ``notebooks``: the assignment's source notebooks. Read from the hidden tests' report calls
     (their ``rule=`` and ``evidence=``, written as literals, as the course's tests do), so it
-    costs no run; ``grading-summary.json`` has the same per record, from the verdict's parts.
+    costs no run; ``grading-summary.json`` has every part's evidence per record.
     """
     import ast
 
-    total, kernel, cells = 0.0, 0.0, []
+    total, weak, cells = 0.0, {"kernel": 0.0, "shape": 0.0}, []
     for nb in notebooks:
         for cell in nb.cells:
             meta = cell.get("metadata", {}).get("nbgrader", {})
@@ -240,11 +271,16 @@ def kernel_points_summary(assignment: str, notebooks) -> str:
                 calls = [n for n in ast.walk(ast.parse(hidden)) if isinstance(n, ast.Call)]
             except SyntaxError:
                 continue
-            words = [k.value.value for c in calls for k in c.keywords
-                     if k.arg in ("rule", "evidence") and isinstance(k.value, ast.Constant)]
-            if any(evidence_of({"rule": w if w in RULES else "close", "evidence": w if w == "kernel" else None})
-                   == "kernel" for w in words):
-                kernel += points
-                cells.append(f"{meta.get('grade_id')} ({points:g})")
-    return (f"{assignment}: {kernel:g} of {total:g} automatic points rest on kernel-reported evidence"
-            + (f": {', '.join(cells)}" if cells else ""))
+            parts = []
+            for call in calls:
+                words = {k.arg: k.value.value for k in call.keywords
+                         if k.arg in ("rule", "evidence") and isinstance(k.value, ast.Constant)}
+                if words:
+                    parts.append({"evidence": evidence_of({"rule": words.get("rule", "close"),
+                                                           "evidence": words.get("evidence")})})
+            points_weak, weakest = weak_points(parts, points)
+            if weakest:
+                weak[weakest] += points_weak
+                cells.append(f"{meta.get('grade_id')} ({points:g}, {weakest})")
+    return (f"{assignment}: {weak['kernel']:g} of {total:g} automatic points rest on the kernel's word, "
+            f"{weak['shape']:g} on shape-only evidence" + (f": {', '.join(cells)}" if cells else ""))

@@ -1,0 +1,219 @@
+"""The bounded process in which the grader runs programs a student's kernel exported.
+
+A hidden test can hand the grader a program (``jaxgrader.checks.programs.exported``: StableHLO
+serialized by ``jax.export``). The grader runs it on inputs the kernel never saw
+(``jaxgrader.grading.verdict.artifacts``), so a program that passes computes the answer. The
+program comes from an untrusted kernel, so it runs here, not in the grader:
+
+* in a process of its own, inside the same bubblewrap sandbox as a kernel (no network, no view
+  of the course, an unprivileged uid, rlimits) when the course grades sandboxed, with a wall-clock
+  timeout and its resident memory watched from outside;
+* on the CPU, with as many simulated devices as the programs ask for (deterministic, and as
+  precise as the reference's own run of the same program);
+* only after its module is read: a custom call other than the sharding markers JAX writes
+  (a host callback would point into the kernel's memory), or an infeed, outfeed, send or recv,
+  refuses the program without running it.
+
+``run_programs`` is the grader's side; ``main`` (``python -m jaxgrader.grading.sandbox.evaluator
+DIR``) the sandboxed process's. They exchange files in DIR: ``jobs.json`` and one ``.npz`` of
+inputs and one program file per job in, ``results.json`` and one ``.npz`` of outputs per job out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+# The custom calls JAX itself writes for shardings; any other target refuses the program.
+ALLOWED_CUSTOM_CALLS = {"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"}
+FORBIDDEN_OPS = re.compile(r"\b(?:stablehlo|mhlo)\.(infeed|outfeed|send|recv)\b")
+_CUSTOM_CALL = re.compile(r'custom_call\s*@([\w.$-]+)|call_target_name\s*=\s*"([^"]*)"')
+_TENSOR = re.compile(r"tensor<((?:\d+x)*)[a-z]\w*")
+_OP_LINE = re.compile(r"^\s*(?:%[^=]+=\s*)?\"?(?:stablehlo|chlo|mhlo|func|sdy|shardy)\.\w+", re.MULTILINE)
+MAX_DEVICES = 64
+
+
+@dataclasses.dataclass
+class Job:
+    """One program to run on the given inputs (flat arrays, in the program's order)."""
+
+    program: bytes
+    inputs: list[np.ndarray]
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What running a job gave: outputs, or an error; the program's form (see ``program_form``)."""
+
+    outputs: list[np.ndarray] | None = None
+    error: str = ""
+    form: dict = dataclasses.field(default_factory=dict)
+
+
+def program_form(text: str) -> dict:
+    """What the grader bounds of a program, read off its module text: the entries of its largest
+    value, its operations (an unrolled loop has one copy per iteration), its while loops."""
+    entries = [int(np.prod([int(d) for d in dims.split("x") if d])) if dims else 1
+               for dims in _TENSOR.findall(text)]
+    return {"entries": max(entries, default=0), "ops": len(_OP_LINE.findall(text)),
+            "whiles": len(re.findall(r"\bstablehlo\.while\b", text))}
+
+
+def refusal(text: str) -> str:
+    """'' if the module may run here, else why not."""
+    for match in _CUSTOM_CALL.finditer(text):
+        target = match.group(1) or match.group(2)
+        if target not in ALLOWED_CUSTOM_CALLS:
+            return f"the program calls out of XLA ({target[:40]}); only plain computations are run"
+    found = FORBIDDEN_OPS.search(text)
+    if found:
+        return f"the program uses {found.group(1)} (host transfer); only plain computations are run"
+    return ""
+
+
+# --------------------------------------------------------------------------- the grader's side
+
+
+def run_programs(jobs: list[Job], *, sandboxed: bool = True, timeout_s: float = 180.0,
+                 memory_mb: int = 4096) -> list[Outcome]:
+    """Run every job in one bounded process; one Outcome per job, in order (errors per job)."""
+    if not jobs:
+        return []
+    with tempfile.TemporaryDirectory(prefix="jaxgrader-programs-") as tmp:
+        folder = Path(tmp)
+        os.chmod(folder, 0o777)  # the sandboxed process runs as an unprivileged uid
+        listing = []
+        for i, job in enumerate(jobs):
+            (folder / f"program-{i}").write_bytes(job.program)
+            np.savez(folder / f"inputs-{i}.npz", **{f"a{k}": np.asarray(x) for k, x in enumerate(job.inputs)})
+            listing.append({"id": i, "inputs": len(job.inputs)})
+        (folder / "jobs.json").write_text(json.dumps(listing))
+        for path in folder.iterdir():
+            os.chmod(path, 0o644)
+        error = _run(folder, sandboxed, timeout_s, memory_mb)
+        return [_outcome(folder, i, error) for i in range(len(jobs))]
+
+
+def _run(folder: Path, sandboxed: bool, timeout_s: float, memory_mb: int) -> str:
+    """Run the evaluator process on ``folder``; '' on success, else why it failed as a whole."""
+    from .bwrap import SYSTEM_PATH, limits_command, python_roots, read_only_paths, sandbox_command
+    from .limits import MemoryWatchdog
+
+    env = {"PATH": SYSTEM_PATH, "HOME": str(folder), "JAX_PLATFORMS": "cpu", "PYTHONNOUSERSITE": "1",
+           "TMPDIR": str(folder)}
+    command = [sys.executable, "-m", "jaxgrader.grading.sandbox.evaluator", str(folder)]
+    limits = limits_command(nproc=0, fsize_mb=256, cpu_s=int(timeout_s * 4), as_mb=0)
+    if sandboxed:
+        ro, _ = read_only_paths(python_roots(sys.executable))
+        command = limits + sandbox_command(command, env=env, ro=ro, rw=[str(folder)], chdir=str(folder),
+                                           as_root=os.geteuid() == 0)
+        env = {"PATH": SYSTEM_PATH}
+    else:
+        command = limits + command
+    started = time.monotonic()
+    proc = subprocess.Popen(command, env=env, cwd=str(folder), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    watchdog = MemoryWatchdog(proc.pid, memory_mb * 2**20)
+    watchdog.start()
+    try:
+        _, stderr = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return f"the programs ran past {timeout_s:.0f} s"
+    finally:
+        watchdog.stop()
+    if watchdog.tripped_at:
+        return f"the programs used more than {memory_mb} MiB"
+    if proc.returncode != 0 and not (folder / "results.json").exists():
+        last = (stderr.decode(errors="replace").strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+        return f"the program runner failed after {time.monotonic() - started:.0f} s: {last[:200]}"
+    return ""
+
+
+def _outcome(folder: Path, i: int, error: str) -> Outcome:
+    if error:
+        return Outcome(error=error)
+    try:
+        results = json.loads((folder / "results.json").read_text())
+        result = results[str(i)]
+    except (OSError, ValueError, KeyError):
+        return Outcome(error="the program runner stopped before this program")
+    if result.get("error"):
+        return Outcome(error=str(result["error"])[:300], form=result.get("form") or {})
+    with np.load(folder / f"outputs-{i}.npz", allow_pickle=False) as data:
+        outputs = [data[f"a{k}"] for k in range(len(data.files))]
+    return Outcome(outputs=outputs, form=result.get("form") or {})
+
+
+# --------------------------------------------------------------------------- the sandboxed process
+
+
+def _read(folder: Path, i: int):
+    """(the deserialized program, its module text) or (None, why not); no backend is started."""
+    from jax import export
+
+    try:
+        program = export.deserialize(bytearray((folder / f"program-{i}").read_bytes()))
+        return program, program.mlir_module()
+    except Exception as exc:  # noqa: BLE001  anything a malformed program raises
+        return None, f"not a program jax.export can read ({type(exc).__name__})"
+
+
+def _run_one(folder: Path, i: int, count: int, program, text: str) -> dict:
+    import jax
+
+    form = program_form(text)
+    form["in_avals"] = [str(a) for a in program.in_avals]
+    form["in_shardings"] = [str(s) for s in program.in_shardings_hlo]
+    form["out_shardings"] = [str(s) for s in program.out_shardings_hlo]
+    form["devices"] = int(program.nr_devices)
+    problem = refusal(text)
+    if problem:
+        return {"error": problem, "form": form}
+    if program.nr_devices > len(jax.devices()):
+        return {"error": f"the program needs {program.nr_devices} devices", "form": form}
+    with np.load(folder / f"inputs-{i}.npz", allow_pickle=False) as data:
+        inputs = [data[f"a{k}"] for k in range(count)]
+    wanted = [(tuple(a.shape), str(a.dtype)) for a in program.in_avals]
+    if [(tuple(x.shape), str(x.dtype)) for x in inputs] != wanted:
+        return {"error": "a program for other inputs than this test's: it takes "
+                         + ", ".join(f"{d}{list(s)}" for s, d in wanted)[:200], "form": form}
+    try:
+        outputs = program.call(*inputs)
+        outputs = [np.asarray(o) for o in jax.tree.leaves(outputs)]
+    except Exception as exc:  # noqa: BLE001  the program failed on these inputs
+        return {"error": f"the program failed on the grader's inputs ({type(exc).__name__}: {str(exc)[:120]})",
+                "form": form}
+    np.savez(folder / f"outputs-{i}.npz", **{f"a{k}": o for k, o in enumerate(outputs)})
+    return {"form": form}
+
+
+def main(argv: list[str] | None = None) -> int:
+    folder = Path((argv or sys.argv[1:])[0])
+    jobs = json.loads((folder / "jobs.json").read_text())
+    read = {int(job["id"]): _read(folder, int(job["id"])) for job in jobs}
+    devices = max([p.nr_devices for p, _ in read.values() if p is not None and 0 < p.nr_devices <= MAX_DEVICES],
+                  default=1)
+    # before the backend starts: as many simulated CPU devices as the programs were exported for
+    os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    results = {}
+    for job in jobs:
+        i = int(job["id"])
+        program, text = read[i]
+        results[str(i)] = ({"error": text} if program is None
+                           else _run_one(folder, i, int(job["inputs"]), program, text))
+        (folder / "results.json").write_text(json.dumps(results))  # what is done survives a later crash
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+"""Programs and parameters a kernel hands over, run by the grader on inputs the kernel never saw.
+
+The kernel side (`jaxgrader.checks.programs.exported`) and the grader side
+(`jaxgrader.grading.verdict.artifacts`, the bounded process of `jaxgrader.grading.sandbox.evaluator`)
+are exercised together here, in this process standing in for both kernels: the same function passes;
+a table of the run's answers, another function, a Hessian formed for a Hessian-vector product, an
+unrolled loop, and a program that calls back into its kernel do not; trained parameters are scored
+with the reference's model on data the grader holds.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxgrader.checks.programs import exported
+from jaxgrader.grading.sandbox.bwrap import check_sandbox
+from jaxgrader.grading.verdict import artifacts
+from jaxgrader.grading.verdict.judging import judge_cell
+
+from .test_verdict import output, ref
+
+pytestmark = pytest.mark.lane  # jax.export differs between JAX versions: both lanes run these
+
+SANDBOXED = not check_sandbox()
+
+
+def _judged(student_value, reference_value, rule="program", **kw):
+    """Judge one part as the Verdict does: evaluate its artifacts, then the cell."""
+    reference = [ref("p", reference_value, rule, **kw)]
+    student = [output("p", student_value, rule, **{k: v for k, v in kw.items() if k in ("model", "data")})]
+    (result,) = artifacts.evaluate([(reference[0], artifacts_report(student))], sandboxed=SANDBOXED)
+    (part,) = judge_cell(student, reference, artifacts_judged={"p": result})
+    return part
+
+
+def artifacts_report(student_outputs):
+    from jaxgrader.grading.verdict.reports import parse_reports
+
+    reports, _ = parse_reports(student_outputs)
+    return reports["p"][0]
+
+
+def loss(w, x):
+    return jnp.sum(jnp.tanh(x @ w) ** 2)
+
+
+def hvp(w, x, v):
+    return jax.jvp(jax.grad(lambda w: loss(w, x)), (w,), (v,))[1]
+
+
+def test_the_same_function_passes_and_another_does_not():
+    w, x = jnp.linspace(-1, 1, 12).reshape(4, 3), jnp.ones((5, 4))
+    mine = exported(loss, w, x)
+    assert _judged(exported(jax.jit(loss), w, x), mine, rtol=1e-5, atol=1e-6)["passed"]
+    wrong = _judged(exported(lambda w, x: jnp.sum(jnp.tanh(x @ w)), w, x), mine, rtol=1e-5, atol=1e-6)
+    assert not wrong["passed"] and "inputs the grader chose" in wrong["message"]
+    other_shapes = _judged(exported(loss, w[:3], x[:, :3]), mine)
+    assert not other_shapes["passed"] and "other inputs" in other_shapes["message"]
+    assert not _judged({"program": np.frombuffer(b"not a program", np.uint8), "inputs": []}, mine)["passed"]
+
+
+def test_a_table_of_the_runs_answers_does_not_pass():
+    """A kernel that knows the run's inputs can compute the answer with code that lacks the property, and
+    export a program returning that constant: the grader's own inputs give it away."""
+    w, x = jnp.linspace(-1, 1, 12).reshape(4, 3), jnp.linspace(0, 1, 20).reshape(5, 4)
+    answer = loss(w, x)
+    forged = exported(lambda w, x: answer + 0 * jnp.sum(w) + 0 * jnp.sum(x), w, x)
+    assert not _judged(forged, exported(loss, w, x), rtol=1e-5, atol=1e-6)["passed"]
+
+
+def test_the_form_is_bounded_by_the_reference_programs():
+    n = 64
+    w, x, v = jnp.linspace(-1, 1, n * 4).reshape(n, 4), jnp.ones((3, n)), jnp.linspace(0, 1, n * 4).reshape(n, 4)
+    mine = exported(hvp, w, x, v)
+    assert _judged(exported(hvp, w, x, v), mine, rtol=1e-4, atol=1e-5, limits={"entries": 2})["passed"]
+    formed = _judged(exported(lambda w, x, v: jnp.tensordot(jax.hessian(loss)(w, x), v, 2), w, x, v), mine,
+                     rtol=1e-4, atol=1e-5, limits={"entries": 2})
+    assert not formed["passed"] and "entries" in formed["message"]
+
+    def scan_sum(xs):
+        return jax.lax.scan(lambda c, x: (c + jnp.sin(x), None), jnp.zeros(()), xs)[0]
+
+    def loop_sum(xs):
+        total = jnp.zeros(())
+        for i in range(xs.shape[0]):
+            total = total + jnp.sin(xs[i])
+        return total
+
+    xs = jnp.linspace(0, 1, 40)
+    assert _judged(exported(scan_sum, xs), exported(scan_sum, xs), limits={"ops": 4})["passed"]
+    unrolled = _judged(exported(loop_sum, xs), exported(scan_sum, xs), rtol=1e-5, limits={"ops": 4})
+    assert not unrolled["passed"] and "operations" in unrolled["message"]
+
+
+def test_a_program_that_calls_back_into_its_kernel_is_not_run():
+    """A host callback is a custom call pointing into the kernel's memory. jax.export refuses to serialize
+    one, but a forger could write the bytes by hand: the grader reads the module before running it."""
+    from jaxgrader.grading.sandbox.evaluator import refusal
+
+    x = jnp.ones(3)
+
+    def callback(x):
+        return jax.pure_callback(lambda a: np.asarray(a) * 2, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+
+    assert "calls out of XLA" in refusal(jax.jit(callback).lower(x).as_text())
+    assert "host transfer" in refusal('%0 = "stablehlo.outfeed"(%arg0, %tok)')
+    assert refusal(jax.jit(lambda x: x * 2).lower(x).as_text()) == ""
+
+
+def test_trained_parameters_are_scored_with_the_references_model_on_its_data():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 5)).astype(np.float32)
+    true_w = rng.normal(size=(5, 3)).astype(np.float32)
+    y = np.argmax(x @ true_w, axis=1)
+
+    def predict(params, x):
+        return x @ params["w"] + params["b"]
+
+    trained = {"w": jnp.asarray(true_w), "b": jnp.zeros(3)}
+    model = exported(predict, trained, x)
+    data = {"x": x, "y": y}
+    good = jax.tree.leaves(trained)
+    assert _judged(good, good, rule="scores", bound=0.05, model=model, data=data)["passed"]
+    untrained = jax.tree.leaves({"w": jnp.zeros((5, 3)), "b": jnp.zeros(3)})
+    part = _judged(untrained, good, rule="scores", bound=0.05, model=model, data=data)
+    assert not part["passed"] and "held-out" in part["message"]
+    misshapen = _judged([np.zeros((4, 3), np.float32), np.zeros(3, np.float32)], good, rule="scores", bound=0.05,
+                        model=model, data=data)
+    assert not misshapen["passed"]
+
+
+def test_held_inputs_keep_kinds_and_change_values():
+    inputs = [np.linspace(1, 2, 10, dtype=np.float32), np.arange(10, dtype=np.int32), np.zeros((), np.int32)]
+    held = artifacts.held_inputs(inputs, "part")
+    assert [h.dtype for h in held] == [i.dtype for i in inputs] and [h.shape for h in held] == [i.shape for i in inputs]
+    assert not np.allclose(held[0], inputs[0]) and np.all(np.sign(held[0]) == np.sign(inputs[0]))
+    assert sorted(held[1]) == sorted(inputs[1]) and not np.array_equal(held[1], inputs[1])
+    assert artifacts.held_inputs(inputs, "part")[0].tolist() == held[0].tolist()  # the same within a process
+
