@@ -85,6 +85,20 @@ def test_each_wrong_answer_loses_exactly_its_part(assignment, request, tmp_path_
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_honest_rewrites_keep_full_marks(assignment, request, tmp_path_factory):
+    """The instructor's answers binding what they build on at definition (a transform built at module
+    level, a default argument, a factory, functools.partial: jaxgrader/grading/honest.py) keep every
+    point, also where a hidden test isolates an exercise with stand-ins."""
+    results = _trials(request, assignment, tmp_path_factory)
+    honest = {name for name in results if name.startswith("honest-")}
+    isolating = [read_notebook(path) for path in _source_notebooks(assignment)
+                 if "if_failed=" in path.read_text(encoding="utf-8")]
+    assert honest or not isolating, f"{assignment} isolates exercises, but no solution cell was rewritten"
+    problems = _problems(assignment, results, honest)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_visible_tests_catch_what_each_answer_says(assignment, request, tmp_path_factory):
     """A wrong answer is caught by a visible test (the student finds out before submitting)
     unless it declares ``visible = false``; and at least 70% of a lesson's are caught."""

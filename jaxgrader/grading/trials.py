@@ -8,6 +8,9 @@ For one assignment this builds, in a scratch copy of the course:
   wrong-but-plausible answer from ``demo/wrong-answers/<assignment>.toml``;
 * for each edition of the course (``ko``): ``solution-ko`` and ``release-ko``, typed into
   the edition's release, and every other wrong-answer student (``trial_students``).
+* ``honest-<style>``: the instructor's answers rewritten to bind what they build on in another
+  style (a transform built at module level, a default argument, a factory, ``functools.partial``:
+  ``honest.py``), which must keep full marks like the solution.
 
 and grades them all as one class run of that scratch course: the same tasks, the same
 gradebook writer and the same verdict as ``jaxgrader grade`` (:func:`grade_class`), so
@@ -53,7 +56,8 @@ from pathlib import Path
 
 from .course.config import load_config, make_api
 from .course.coursedir import Course, coursedir_of, edition_coursedir, folder, source_notebooks
-from .course.notebooks import autograded_tests, read_notebook, solutions_of, write_submission
+from .course.notebooks import autograded_tests, grade_id, is_solution, read_notebook, solutions_of, write_submission
+from .honest import honest_answers
 
 
 def wrong_answers(root: Path, assignment: str) -> list[dict]:
@@ -177,6 +181,11 @@ def trial_students(root: Path, assignment: str, packed: bool = True
     for lang in editions:
         students[f"solution-{lang}"] = dict(solutions)
         students[f"release-{lang}"] = {nb: None for nb in notebooks}
+    for nb in notebooks:
+        cells = [(grade_id(c) or "", c.source, is_solution(c))
+                 for c in read_notebook(source / f"{nb}.ipynb").cells if c.cell_type == "code"]
+        for style, answers in honest_answers(cells, solutions[nb]).items():
+            students.setdefault(f"honest-{style}", {n: dict(solutions[n]) for n in notebooks})[nb].update(answers)
     turns = [None] + editions
     answers = wrong_answers(root, assignment)
     for wrong in answers:
@@ -255,7 +264,7 @@ def all_tests(root: Path, assignment: str) -> set[str]:
 class Outcome:
     """What happened to one trial: a wrong answer (or the solution / the release)."""
 
-    name: str  # "solution", "release" (or an edition's "solution-ko", "release-ko") or "wrong-<answer name>"
+    name: str  # "solution", "release" (an edition's "solution-ko", "release-ko"), "honest-<style>" or "wrong-<answer name>"
     student: str  # the trial student it was graded as
     ok: bool  # lost exactly what it should (for a packed answer: its pack did)
     lost: set[str]
@@ -271,9 +280,10 @@ def outcomes(root: Path, assignment: str, results: dict[str, TrialResult], packe
     shared = shared_tests(root, assignment) if packed else set()
     tests = all_tests(root, assignment)
     out = []
-    for name, expected in [(f"{kind}{suffix}", expected) for suffix in [""] + [f"-{lang}" for lang in
-                                                                       editions_of(root, assignment)]
-                           for kind, expected in (("solution", set()), ("release", tests))]:
+    kinds = [(f"{kind}{suffix}", expected) for suffix in [""] + [f"-{lang}" for lang in editions_of(root, assignment)]
+             for kind, expected in (("solution", set()), ("release", tests))]
+    kinds += [(name, set()) for name in results if name.startswith("honest-")]
+    for name, expected in kinds:
         if name in results:
             r = results[name]
             out.append(Outcome(name, name, not r.error and r.lost == expected, r.lost, expected,

@@ -1,0 +1,54 @@
+"""The honest rewrites themselves (jaxgrader/grading/honest.py): each style computes what the answer
+computes, and binds what it builds on when it is defined (a later swap of the global does not reach it).
+Graded against the hidden tests in tests/test_assignments.py (`test_honest_rewrites_keep_full_marks`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from jaxgrader.grading.honest import STYLES, bindable, rewrite
+
+CELLS = [
+    ("setup", "import jax\nimport jax.numpy as jnp\nSCALE = 2.0", False),
+    ("loss_fn", "def loss_fn(w, x):\n    return jnp.sum((w * x) ** 2)", True),
+    ("step", "@jax.jit\ndef step(w, x, lr=0.1):\n    g = jax.grad(loss_fn)(w, x)\n    return w - lr * g * SCALE", True),
+    ("test_step", "assert step(1.0, 2.0) is not None\n### BEGIN HIDDEN TESTS\nloss_fn = _standin\n"
+     "_r = [k for k in range(3)]\n### END HIDDEN TESTS", False),
+]
+
+
+def test_bindable_names_are_other_answers_and_swapped_names_not_loop_variables():
+    names = bindable(CELLS)
+    assert names["step"] == {"loss_fn"} and names["loss_fn"] == set()  # a later answer cannot be bound early
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_each_style_computes_the_same_and_binds_at_definition(style):
+    import jax.numpy as jnp
+
+    source = rewrite(CELLS[2][1], {"loss_fn"}, style)
+    assert source is not None and source != CELLS[2][1]
+    namespace: dict = {}
+    exec(CELLS[0][1], namespace)
+    exec(CELLS[1][1], namespace)
+    exec(source, namespace)
+    want = 1.0 - 0.1 * 2 * 1.0 * 2.0 ** 2 * 2.0
+    assert float(namespace["step"](jnp.float32(1.0), jnp.float32(2.0))) == pytest.approx(want)
+    namespace["loss_fn"] = lambda w, x: 0.0 * w  # a stand-in swapped in by name, after definition
+    if hasattr(namespace["step"], "clear_cache"):
+        namespace["step"].clear_cache()
+    assert float(namespace["step"](jnp.float32(1.0), jnp.float32(2.0))) == pytest.approx(want), (
+        f"{style}: the rewrite still looks loss_fn up when called")
+    assert hasattr(namespace["step"], "lower"), f"{style}: the rewrite lost jax.jit"
+
+
+def test_a_cell_that_binds_nothing_is_not_rewritten():
+    assert rewrite("def f(x):\n    return x + 1", {"loss_fn"}, "factory") is None
+    assert rewrite("not python (", {"loss_fn"}, "factory") is None
+
+
+def test_a_name_assigned_again_later_is_not_bound_early():
+    cells = CELLS + [("", "loss_fn = lambda w, x: w", False)]
+    assert bindable(cells)["step"] == set()
+
+
