@@ -286,8 +286,9 @@ def outcomes(root: Path, assignment: str, results: dict[str, TrialResult], packe
     for name, expected in kinds:
         if name in results:
             r = results[name]
-            out.append(Outcome(name, name, not r.error and r.lost == expected, r.lost, expected,
-                               problem=_last(r.error)))
+            problem = _last(r.error) or (f"lost {sorted(r.lost - expected)}" if r.lost - expected else
+                                         f"kept the points of {sorted(expected - r.lost)}" if expected - r.lost else "")
+            out.append(Outcome(name, name, not problem, r.lost, expected, problem=problem))
     for student, group in holds.items():
         if student not in results:
             continue
