@@ -9,6 +9,7 @@ declared yet have catalogs but are not required. Cheap: no kernel runs (main lan
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import nbformat
 import numpy as np
@@ -78,6 +79,206 @@ def test_links_in_the_edition_lead_somewhere(edition):
             if not path.exists():
                 broken.append(f"{built.relative_to(ROOT)}: {target}")
     assert not broken, "\n".join(broken)
+
+
+# --------------------------------------------------------------------------- one edition's words (house style)
+
+# The glossary (``i18n/<lang>/glossary``, docs/translating.md "Glossary"): one English term a line,
+#   english = rendering | replaces: variant, ... | keeps: phrase, ... | if-english: word, ...
+_CODE = re.compile(r"``.*?``|`[^`\n]*`|\{[^{}\n]*\}|\]\([^)\s]*\)|https?://\S+")
+
+
+@dataclass(frozen=True)
+class Term:
+    english: str
+    rendering: str
+    replaces: tuple[str, ...]
+    keeps: tuple[str, ...] = ()
+    if_english: tuple[str, ...] = ()
+
+
+def read_glossary(path) -> list[Term]:
+    terms = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        head, *fields = [part.strip() for part in line.split(" | ")]
+        english, equals, rendering = head.partition(" = ")
+        options = {}
+        for field in fields:
+            key, colon, values = field.partition(":")
+            options[key.strip()] = tuple(v.strip() for v in values.split(",") if v.strip())
+            assert colon and key.strip() in {"replaces", "keeps", "if-english"}, f"{path}:{number}: {field!r}"
+        assert equals and english and rendering and options.get("replaces"), \
+            f"{path}:{number}: want 'english = rendering | replaces: a, b'"
+        terms.append(Term(english.strip(), rendering.strip(), options["replaces"], options.get("keeps", ()),
+                          options.get("if-english", ())))
+    return terms
+
+
+def _word(text: str) -> re.Pattern:
+    """A rendering as a word: Latin letters whole (any case; not part of a name like ``weight_decay``
+    or ``optimizer.update``), Hangul where a word starts (particles and endings may follow)."""
+    if text.isascii():
+        return re.compile(r"(?<![A-Za-z0-9_.])" + re.escape(text) + r"(?![A-Za-z0-9_(])", re.IGNORECASE)
+    return re.compile(r"(?<![가-힣])" + re.escape(text))
+
+
+def glossary_misses(terms: list[Term], english: str, translation: str) -> list[str]:
+    """The replaced renderings a translation uses, outside code, as 'variant -> rendering (term)'."""
+    prose = _CODE.sub(" ", translation)
+    found: dict[str, list[str]] = {}
+    for term in terms:
+        if term.if_english and not any(_word(w).search(english) for w in term.if_english):
+            continue
+        text = prose
+        for keep in term.keeps:
+            text = re.sub(re.escape(keep), " ", text, flags=re.IGNORECASE)
+        for variant in term.replaces:
+            if _word(variant).search(text):
+                found.setdefault(variant, []).append(f"{term.rendering!r} ({term.english})")
+    return [f"{variant!r} -> " + " or ".join(uses) for variant, uses in found.items()]
+
+
+def _units(edition):
+    """(catalog path, msgctxt, English, translation) of every translated unit of the edition."""
+    for path in sorted(edition.catalogs.rglob("*.po")):
+        for message in tc.read_catalog(path):
+            if message.id and message.string:
+                yield (str(path.relative_to(ROOT)), message.context or "", message.id, message.string)
+
+
+def test_glossary_matches_words_not_code():
+    terms = read_glossary(ROOT / "i18n" / "ko" / "glossary")
+    assert glossary_misses(terms, "the weights", "weight를 업데이트합니다")[0].startswith("'weight' -> '가중치'")
+    assert glossary_misses(terms, "Fill in", "가중치에 weight decay를 적용하고 `weight_decay`, {weight}, "
+                                             'adamw의 weight_decay=, optimizer.update(...)로 업데이트합니다') == []
+    assert glossary_misses(terms, "the argument", "세 번째 인수를") and not glossary_misses(terms, "x", "세 번째 인자를")
+    assert glossary_misses(terms, "Task", "과제") and not glossary_misses(terms, "the assignment", "과제")
+
+
+@pytest.mark.parametrize("language", [lang for lang in LANGUAGES if (ROOT / "i18n" / lang / "glossary").is_file()])
+def test_catalogs_follow_the_glossary(language):
+    """No catalog uses a rendering the glossary replaced (docs/translating.md, "Glossary")."""
+    edition = tc.load_edition(ROOT, language)
+    terms = read_glossary(ROOT / "i18n" / language / "glossary")
+    found = [f"{path} [{context}]: {miss}" for path, context, english, ko in _units(edition)
+             for miss in glossary_misses(terms, english, ko)]
+    assert not found, f"{len(found)} renderings the glossary replaced:\n" + "\n".join(found[:40])
+
+
+# Capitals in Korean text are acronyms and names, never emphasis (docs/translating.md, "House style").
+ACRONYMS = {"JAX", "XLA", "CPU", "GPU", "TPU", "TF32", "T4", "A100", "L4", "H100", "MLP", "NNX", "SGD", "VJP",
+            "JVP", "HVP", "JIT", "AOT", "PRNG", "MLIR", "MNIST", "MCMC", "CLU", "API", "CI", "ML", "README", "L1",
+            "L2", "TB", "GB", "MB", "HLO", "NUTS", "WARNING", "BEGIN", "END", "SOLUTION", "ID", "SIZES", "FAST"}
+
+
+def _final_b(syllable: str) -> bool:
+    """A Hangul syllable ending in ㅂ (습, 합, 됩, 뀝: the -ㅂ니까 of 하십시오체 questions)."""
+    return (ord(syllable) - 0xAC00) % 28 == 17
+
+
+# The verdict's labels and the phrases that fill another sentence's field: not sentences themselves.
+VERDICT_PHRASES = {"a visible test failed", "a visible test failed: {assertion}", "... and {n} more", " at {path}",
+                   "{n} traced arguments ({shown})", "no lowered program (is the function wrapped in jax.jit?)",
+                   "(no trusted check)", "(report)"}
+
+
+def test_korean_house_style():
+    """합니다체 questions (-ㄹ까요?/-나요?, never -습니까?), no English capitals for emphasis, and every
+    verdict message a whole sentence (its values in a parenthesis after it, as labels)."""
+    found = []
+    for path, context, english, ko in _units(tc.load_edition(ROOT, "ko")):
+        prose = _CODE.sub(" ", ko)
+        if context == "verdict" and english not in VERDICT_PHRASES:
+            sentence = ko
+            while sentence != (shorter := re.sub(r"\s*(\([^()]*\)|\{\w+\}|:\s*\{\w+\})$", "", sentence)):
+                sentence = shorter
+            if not sentence.endswith(("다", "요", "?")):
+                found.append(f"{path} [{context}]: {ko!r} (a whole sentence, 합니다체)")
+        found += [f"{path} [{context}]: {m.group(0)!r} (ask with -ㄹ까요? or -나요?)"
+                  for m in re.finditer(r"[가-힣]*([가-힣])니까\?", prose) if _final_b(m.group(1))]
+        found += [f"{path} [{context}]: {w!r} (emphasis in English capitals)" for w in
+                  re.findall(r"(?<![A-Za-z0-9_.])[A-Z][A-Z0-9]+(?![A-Za-z0-9_.(])", prose) if w not in ACRONYMS]
+    assert not found, "\n".join(found)
+
+
+def _literal_delimiters(markdown: str) -> int:
+    """Emphasis markers CommonMark leaves as text (``**`code`**을`` does not render as bold)."""
+    from markdown_it import MarkdownIt
+
+    count = 0
+    for token in MarkdownIt("commonmark").parse(markdown):
+        for child in token.children or []:
+            if child.type == "text":
+                count += len(re.findall(r"\*\*|(?<![\s*])\*(?![\s*])|(?<=\s)\*(?=[^\s*])|(?<=[^\s*])\*(?=\s)",
+                                        child.content))
+    return count
+
+
+def test_edition_emphasis_renders(edition):
+    """Bold and italics in the edition render under CommonMark wherever the English's do (Korean
+    particles attach to a word: write **`code`을**, not **`code`**을; docs/translating.md)."""
+    pytest.importorskip("markdown_it")
+    found = []
+    for english in sorted(edition.files):
+        built = edition.built_path(english)
+        if built.suffix != ".ipynb":
+            pairs = [("README", tc.readme_section((ROOT / english).read_text(encoding="utf-8")),
+                      built.read_text(encoding="utf-8"))]
+        else:
+            pairs = [(c.get("id"), e.source, c.source) for e, c in zip(
+                read_notebook(ROOT / english).cells, read_notebook(built).cells) if c.cell_type == "markdown"]
+        found += [f"{built.relative_to(ROOT)} [{cell}] (catalog {edition.catalog_path(english).relative_to(ROOT)})"
+                  for cell, en, ko in pairs if _literal_delimiters(ko) > _literal_delimiters(en)]
+    assert not found, "emphasis markers left as literal text:\n" + "\n".join(found)
+
+
+def _named_paths(text: str, base, root):
+    """(where it resolves, how it was written) for each repository path a student-facing text names:
+    relative links (from the file's folder), Colab badges (the repository path they open), and paths
+    written out as code or text that start at a top-level folder of the repository (from the root;
+    ``lessonN`` stands for lesson 1)."""
+    colab = course_style.colab_url("")
+    tops = {p.name for p in root.iterdir() if not p.name.startswith(".")}
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if target.startswith(colab):
+            yield root / target[len(colab):], target
+        elif not re.match(r"^[a-z][a-z0-9+.-]*:|^#", target):
+            yield base / target.partition("#")[0], target
+    prose = re.sub(r"\]\([^)\s]*\)|https?://\S+", " ", text)
+    for name in re.findall(r"(?<![\w./-])((?:[A-Za-z0-9_.-]+/)+[A-Za-z0-9_.-]*)", prose):
+        if name.split("/")[0] in tops:
+            yield root / name.replace("lessonN", "lesson1"), name
+
+
+def test_korean_readme_and_course_map_name_the_korean_edition():
+    """README.ko.md and the Korean course map: every path they name exists and is the Korean
+    edition's where it has one (but on the line that offers the English), and neither says the
+    edition is still in English."""
+    edition = tc.load_edition(ROOT, "ko")
+    found = []
+    for english in ["README.md", "notebooks/00_index.ipynb"]:
+        built = edition.built_path(english)
+        text = built.read_text(encoding="utf-8")
+        if built.suffix == ".ipynb":
+            text = "\n".join(c.source for c in nbformat.reads(text, 4).cells if c.cell_type == "markdown")
+        where = built.relative_to(ROOT)
+        found += [f"{where}: says the edition is still in English: {line.strip()[:80]}"
+                  for line in text.splitlines() if re.search(r"아직 영어|still in English", line)]
+        for line in text.splitlines():
+            for path, written in _named_paths(line, built.parent, ROOT):
+                path = path.resolve()
+                if not path.exists():
+                    found.append(f"{where}: {written} does not exist")
+                    continue
+                inside = path.relative_to(ROOT) if path.is_relative_to(ROOT) else None
+                korean = ROOT / "ko" / inside if inside is not None else None
+                if (inside is not None and inside.parts[0] != "ko" and korean.exists()
+                        and not line.lstrip().startswith("English:")):
+                    found.append(f"{where}: {written} is the English edition's; the Korean one is "
+                                 f"{korean.relative_to(ROOT)}")
+    assert not found, "\n".join(found)
 
 
 # --------------------------------------------------------------------------- the machinery can fail
@@ -442,7 +643,7 @@ def test_part_names_in_feedback_are_translated_with_their_fields():
     names = ["f on draw 0: the value", "f on draw 1: the value", "f(3); bit for bit", "the value"]
     cell = _judged([(n, 1.0) for n in names], [(n, 2.0) for n in names])
     translator.verdict(cell)
-    wrong = "기대한 값과 다릅니다 (결과 1, 기대값 2)"
+    wrong = "기대한 값과 다릅니다 (결과 1, 기댓값 2)"
     assert _texts(cell)[1] == f"0번째 입력의 f: 값: {wrong}; 1번째 입력의 f: 값: {wrong}; f(3); 비트 단위로: {wrong}; ... 그 밖에 1개"
     assert translator.part("the value") == "the value" and translator.part("(report)") != "(report)"
 
@@ -479,7 +680,7 @@ def test_feedback_follows_the_edition_the_student_submitted(tmp_path):
 
     ko, en = feedback("ko1"), feedback("en1")
     assert ko.cells[0].source == korean.cells[0].source and ko.cells[1].source == korean.cells[1].source
-    assert _texts(ko.cells[1]) == ["실패: 1개 항목 중 1개 실패 (0개 통과)", "a: 기대한 값과 다릅니다 (결과 1, 기대값 2)"]
+    assert _texts(ko.cells[1]) == ["실패: 1개 항목 중 1개가 실패했습니다 (0개 통과)", "a: 기대한 값과 다릅니다 (결과 1, 기댓값 2)"]
     assert en.cells[0].source == english.cells[0].source and _texts(en.cells[1]) == _texts(judged)
     (tmp_path / "i18n" / "ko" / "LC_MESSAGES" / "grader.po").write_text("msgid \"broken")
     broken = feedback("ko1")  # a broken catalog costs the language, not the feedback
