@@ -128,6 +128,11 @@ c.GenerateFeedback.HTMLExporter.template_file = TEMPLATE_FILE  # formgrader's ow
 # would be copied to students and over their submission.
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback"]
 
+# Similar submissions (the class report's last section; `jaxgrader similarity`; docs/grading.md):
+# pairs listed from this share of one submission's answers also in the other's, never a grade.
+# c.Similarity.threshold = 0.5
+# c.Similarity.common = 10  # a passage in more than this many submissions is shared, not copied
+
 # LMS downloads: `nbgrader zip_collect lessonN` reads downloaded/lessonN/archive/*.zip
 # and files each notebook under submitted/<student_id>/lessonN/. The pattern below
 # reads Canvas's export names, "<login>[_late]_<user id>_<submission id>_<file name>",

@@ -395,7 +395,8 @@ def test_teacher_grades_written_answer_in_formgrader(browser, lab, tmp_path):
 
 def test_teacher_opens_the_class_report(browser, lab, tmp_path):
     """The class report (jaxgrader/grading/teacher/class_report.py) of the autograded lesson: the page opens,
-    its score plot is drawn (a decoded image, not a broken one) and every test has its row."""
+    its score plot is drawn (a decoded image, not a broken one), every test has its row, and the similar
+    submissions open side by side."""
     from playwright.sync_api import expect
 
     from jaxgrader.grading.teacher.class_report import write_reports
@@ -416,3 +417,13 @@ def test_teacher_opens_the_class_report(browser, lab, tmp_path):
         expect(page.locator("table#parts > tbody > tr")).to_have_count(1 + len(tests))
         expect(page.locator("table#parts")).to_contain_text("Exercise 1:")
         page.screenshot(path=str(shots / "08-teacher-class-report.png"), full_page=True)
+        # similar submissions: ada and cy typed the same solutions (cy with his demo mistakes), side by side
+        pair = page.locator("details.pair")
+        expect(pair).to_have_count(1)
+        expect(pair.locator("summary")).to_contain_text("ada and cy")
+        expect(pair.locator("table.side-by-side")).not_to_be_visible()
+        pair.locator("summary").click()
+        expect(pair.locator("table.side-by-side th")).to_have_text(["answer", "ada", "cy"])
+        expect(pair.locator("table.side-by-side mark").first).to_be_visible()
+        pair.scroll_into_view_if_needed()
+        page.screenshot(path=str(shots / "09-teacher-similar-submissions.png"))

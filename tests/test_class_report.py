@@ -147,3 +147,14 @@ def test_a_report_that_cannot_be_written_never_fails_grading(tmp_path):
     (tmp_path / "nbgrader_config.py").write_text((ROOT / "nbgrader_config.py").read_text())
     line = after_grading(tmp_path, [ASSIGNMENT])  # no gradebook: the grades were not the report's to write
     assert line.startswith("class report not written: ") and "no gradebook" in line and "\n" not in line
+
+
+def test_report_lists_similar_submissions(course):
+    """ada and cy typed the same solutions (cy with his demo mistakes): the similarity section pairs them, their
+    answers side by side with the common passages marked; bo's blank release is in no pair (tests/test_similarity.py
+    tries near-copies and independent solutions)."""
+    page = (course / "reports" / f"{ASSIGNMENT}.html").read_text()
+    section = page.split("<h2 id='similarity'>Similar submissions</h2>")[1]
+    assert section.count("<details class='pair'") == 1
+    assert "<b>ada</b> and <b>cy</b>" in section and "<b>bo</b>" not in section
+    assert "<mark>" in section and html.escape("Exercise 2: update without mutating") in section

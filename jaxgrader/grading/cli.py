@@ -9,6 +9,7 @@
     jaxgrader translate update ko  # editions in other languages (docs/translating.md)
     jaxgrader translate side-by-side ko   # grade an edition in gradebook columns of its own
     jaxgrader report [-a A]        # the class report per assignment (reports/<assignment>.html, .csv)
+    jaxgrader similarity [-a A]    # pairs of unusually similar submissions (reports/<assignment>-similarity.html)
     jaxgrader export --format canvas|moodle|csv [-a A] [-o FILE]   # grades in an LMS's import format
 """
 
@@ -70,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     translate.add_argument("-a", "--assignment", action="append", help="side-by-side: only this assignment")
     report = sub.add_parser("report", help="write the class report (reports/<assignment>.html and .csv)")
     report.add_argument("-a", "--assignment", action="append", help="only this assignment (repeatable)")
+    similarity = sub.add_parser("similarity", help="list pairs of submissions whose answers are unusually similar, "
+                                "side by side (reports/<assignment>-similarity.html); a list to read, never a grade")
+    similarity.add_argument("-a", "--assignment", action="append", help="only this assignment (repeatable)")
     export = sub.add_parser("export", help="write grades in an LMS's gradebook import format")
     export.add_argument("--format", required=True, choices=["canvas", "moodle", "csv"])
     export.add_argument("-a", "--assignment", action="append", help="only this assignment (repeatable)")
@@ -87,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
             from .editions.translate import command
 
             return command(root, args.action, args.language, args.assignment)
+        if args.command == "similarity":
+            return _similarity(root, args.assignment)
         if args.command in ("report", "export"):  # jaxgrader/grading/teacher/class_report.py, lms_export.py
             from .teacher.class_report import write_reports
             from .teacher.lms_export import export_grades as lms_export
@@ -126,6 +132,25 @@ def main(argv: list[str] | None = None) -> int:
 
     print(after_grading(root, [r.assignment for r in results]))
     return 1 if any(r.status == "error" for r in results) else 0
+
+
+def _similarity(root: Path, assignments: list[str] | None) -> int:
+    """Print each assignment's similar pairs and write its page (jaxgrader/grading/teacher/similarity.py); exit 0:
+    a list to read, not a verdict."""
+    from .teacher.class_report import ClassReport
+    from .teacher.similarity import describe, find_pairs, write_page
+
+    config = load_config(root)
+    for assignment in assignments or assignments_in(root, config):
+        found = find_pairs(root, assignment, config)
+        print(f"{assignment}: {len(found.compared)} submissions compared in {found.seconds:.1f} s; "
+              f"{len(found.pairs) + found.more} pairs over {found.settings.threshold:.0%}")
+        for pair in found.pairs:
+            print(f"  {pair.a} and {pair.b}: {describe(pair)}")
+        for who, reason in found.unreadable:
+            print(f"  not compared: {who}: {reason}")
+        print(f"  {write_page(found, root / ClassReport(config=config).directory)}")
+    return 0
 
 
 def _trials(root: Path, assignment: str, only: list[str] | None, packed: bool = True) -> int:

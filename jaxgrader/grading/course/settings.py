@@ -34,14 +34,19 @@ class JaxGrader(Configurable):
                    "reproducible run (`jaxgrader grade --seed N` does, for one run).").tag(config=True)
 
 
-def check_settings(config: Config, config_file: Path) -> None:
-    """Raise ValueError (one line naming ``config_file``) for a ``c.JaxGrader`` name that is not a setting."""
-    known = set(JaxGrader.class_trait_names(config=True))
-    for name in config.get("JaxGrader", {}):
+def check_section(config: Config, config_file: Path, section: type[Configurable]) -> None:
+    """Raise ValueError (one line naming ``config_file``) for a ``c.<section>`` name that is not a setting."""
+    known = set(section.class_trait_names(config=True))
+    for name in config.get(section.__name__, {}):
         if name not in known:
             close = difflib.get_close_matches(name, sorted(known), n=1)
             hint = f" (did you mean {close[0]}?)" if close else f" (settings: {', '.join(sorted(known))})"
-            raise ValueError(f"{config_file}: c.JaxGrader.{name} is not a setting{hint}")
+            raise ValueError(f"{config_file}: c.{section.__name__}.{name} is not a setting{hint}")
+
+
+def check_settings(config: Config, config_file: Path) -> None:
+    """Raise ValueError (one line naming ``config_file``) for a ``c.JaxGrader`` name that is not a setting."""
+    check_section(config, config_file, JaxGrader)
 
 
 def settings_of(config: Config) -> JaxGrader:

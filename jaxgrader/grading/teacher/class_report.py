@@ -10,7 +10,8 @@ per assignment under ``reports/`` in the course (``c.ClassReport.directory``):
   reaching the hidden part: the student was warned and submitted anyway);
   every check inside a test (the verdict's parts) with its own pass rate;
 * submissions that could not be graded, were flagged for review, or were graded again
-  (a rerun in a fresh kernel, a retried task); the slowest submissions and grading time.
+  (a rerun in a fresh kernel, a retried task); the slowest submissions and grading time;
+* similar submissions: pairs whose answers are unusually alike, side by side (``similarity``).
 
 It reads only what grading already wrote, so it also works after a plain
 ``nbgrader autograde``: scores from nbgrader's gradebook, each test's verdict (its parts
@@ -96,6 +97,7 @@ class Report:
     reruns: list  # (student, note)
     times: list  # (student, seconds, host), slowest first
     run: dict  # .grading/last-run.json, if any
+    similar: object = None  # similarity.Found, or why it could not be computed (str)
 
 
 @contextlib.contextmanager
@@ -222,12 +224,18 @@ def collect(root: Path, assignment: str, config=None) -> Report:
         run = json.loads((root / LAST_RUN).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         run = {}
+    try:
+        from .similarity import find_pairs
+
+        similar = find_pairs(root, assignment, config)
+    except Exception as exc:  # noqa: BLE001  the rest of the report stands; say why this section does not
+        similar = f"{exc.__class__.__name__}: {str(exc)[:300]}"
     return Report(
         assignment, max_score, scores, missing, list(parts.values()), [tuple(w) for w in written.values()],
         errors=sorted((s, str(r.get("error", ""))) for s, r in records.items() if r.get("status") == "error"),
         flagged=sorted((s, str(f)) for s, r in records.items() for f in r.get("flags") or []),
         reruns=sorted((s, str(n)) for s, r in records.items() for n in r.get("notes") or [] if RERUN.search(str(n))),
-        times=times, run=run if isinstance(run, dict) else {})
+        times=times, run=run if isinstance(run, dict) else {}, similar=similar)
 
 
 # --------------------------------------------------------------------------- output
@@ -260,6 +268,8 @@ def _top(counter: collections.Counter, n: int) -> list[tuple[str, int]]:
 
 def render_html(report: Report, settings: ClassReport | None = None) -> str:
     """The page: self-contained (inline style, the plot as data), every submitted text escaped."""
+    from .similarity import STYLE, render_section
+
     settings = settings or ClassReport()
     e = html.escape
     scores = list(report.scores.values())
@@ -267,7 +277,7 @@ def render_html(report: Report, settings: ClassReport | None = None) -> str:
            "<style>body{font-family:sans-serif;max-width:72em;margin:1em auto;padding:0 1em}"
            "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.2em .5em;"
            "vertical-align:top;text-align:left}td.n{text-align:right}details{margin:.2em 0}"
-           ".low{background:#fde2e1}</style></head><body>",
+           f".low{{background:#fde2e1}}{STYLE}</style></head><body>",
            f"<h1>{e(report.assignment)}: class report</h1>"]
     summary = f"{len(scores)} graded submission{'s' * (len(scores) != 1)}"
     if scores:
@@ -306,6 +316,10 @@ def render_html(report: Report, settings: ClassReport | None = None) -> str:
                         ("Graded again", report.reruns)):
         if rows:
             out.append(f"<h2>{title}</h2><ul>" + "".join(f"<li>{e(s)}: {e(t)}</li>" for s, t in rows) + "</ul>")
+    if isinstance(report.similar, str):
+        out.append(f"<h2 id='similarity'>Similar submissions</h2><p>Not compared: {e(report.similar)}</p>")
+    elif report.similar is not None:
+        out.append(render_section(report.similar))
     if report.times:
         seconds = [t for _, t, _ in report.times]
         line = (f"<h2>Grading time</h2><p>{len(seconds)} submissions, {sum(seconds):.0f} s of grading "

@@ -20,24 +20,31 @@ def _title(line: str) -> str:
     return _POINTS.sub("", line).strip()
 
 
+def _under_headings(nb):
+    """(cell, its nbgrader metadata, the last level-2 heading above it without its points ('' if none))."""
+    heading = ""
+    for cell in nb.cells:
+        yield cell, cell.get("metadata", {}).get("nbgrader", {}) or {}, heading
+        if cell.cell_type == "markdown":
+            headings = _HEADING.findall(cell.source)
+            if headings:
+                heading = _title(headings[-1])
+
+
 def graded_cells(nb) -> list[tuple[str, str, str]]:
     """(grade_id, kind, heading) per graded cell, in order; kind is "test", "answer" or "written".
 
     The heading is the last level-2 markdown heading above the cell, without its
     points ('' if there is none).
     """
-    found, heading = [], ""
-    for cell in nb.cells:
-        meta = cell.get("metadata", {}).get("nbgrader", {}) or {}
-        if cell.cell_type == "markdown":
-            if meta.get("grade"):
-                found.append((meta.get("grade_id", ""), "written", heading))
-            headings = _HEADING.findall(cell.source)
-            if headings:
-                heading = _title(headings[-1])
-        elif meta.get("grade"):
-            found.append((meta.get("grade_id", ""), "answer" if meta.get("solution") else "test", heading))
-    return found
+    return [(meta.get("grade_id", ""), "written" if cell.cell_type == "markdown"
+             else "answer" if meta.get("solution") else "test", heading)
+            for cell, meta, heading in _under_headings(nb) if meta.get("grade")]
+
+
+def headings(nb) -> dict[str, str]:
+    """grade_id -> the exercise heading above it, for every cell with a grade id ('' under none)."""
+    return {meta["grade_id"]: heading for _, meta, heading in _under_headings(nb) if meta.get("grade_id")}
 
 
 def names(nb, words: dict[str, str] | None = None) -> dict[str, str]:
