@@ -18,7 +18,7 @@ import pytest
 from jaxgrader.grading.course.config import load_config
 from jaxgrader.grading.course.notebooks import autograded_tests, is_autograded_test, read_notebook
 from jaxgrader import course_style
-from jaxgrader.grading.trials import editions_of, outcomes, rates, run_trials, wrong_answers
+from jaxgrader.grading.trials import editions_of, forger_answers, outcomes, rates, run_trials, wrong_answers
 from jaxgrader.grading.verdict.verdict import reference_stderr
 from jaxgrader.simulated.accelerator import simulated_kernels
 
@@ -96,6 +96,18 @@ def test_honest_rewrites_keep_full_marks(assignment, request, tmp_path_factory):
     assert honest or not isolating, f"{assignment} isolates exercises, but no solution cell was rewritten"
     problems = _problems(assignment, results, honest)
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_the_informed_forger_gains_no_point(assignment, request, tmp_path_factory):
+    """The forger of jaxgrader/grading/forger.py, typed over the answers the wrong-answers file lists under
+    `forger = [...]` (each lacks what a test is named for), loses every test they lose; typed into the
+    blank release, it scores nothing (tests/test_forger.py shows what it buys where evidence is shape-only)."""
+    assert forger_answers(ROOT, assignment), (
+        f"demo/wrong-answers/{assignment}.toml lists no answers under forger = [...] (not jitted, recompiling, ...)")
+    results = _trials(request, assignment, tmp_path_factory)
+    problems = _problems(assignment, results, {"forged-release", "forged-lacking"})
+    assert {"forged-release", "forged-lacking"} <= set(results) and not problems, "\n".join(problems)
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

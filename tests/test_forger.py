@@ -1,114 +1,103 @@
-"""A student who controls the kernel and rewrites what the kernel says about itself gains nothing.
+"""The informed forger (jaxgrader/grading/forger.py) against each kind of evidence, in one small course.
 
-The generic forger below knows no hidden test: it wraps ``jaxgrader.checks.report.report``
-and rewrites the value of every report whose rule takes the kernel's word (``true`` ->
-True, ``at_most`` -> 0, ``at_least`` -> 1e9), and turns every visible assert into one
-that passes (an input transformer), so that the visible tests do not stop the cell first. Each lesson is graded by the real
-``jaxgrader grade`` for two students with the same solution that lacks the properties
-the tests are named for (not jitted, recompiling, not sharded, an unrolled loop, a loop
-that does not train), one of them with the forger typed into its first answer cell. No
-test cell may score more with the forger than without, and the lacking property's cells
-score zero either way.
+The course's own lessons are tried against the forger by their trials (tests/test_assignments.py:
+`test_the_informed_forger_gains_no_point`). This test shows the forger is worth fearing: in an
+assignment whose tests judge the same three properties twice, once by shape-only evidence (program
+text the kernel printed, a value judged by its own form) and once by evidence the grader checks
+(the cell's cost on its clock, values against the reference's, parameters it scores itself), the
+forger buys back every shape-only part for an answer that lacks the property, and none of the others.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
-import tomllib
 
 import nbformat
 import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from jaxgrader.grading.course.notebooks import fill_answers, grade_id, is_solution, read_notebook, solutions_of
+from jaxgrader.grading.course.notebooks import fill_answers, read_notebook
+from jaxgrader.grading.forger import forged
 
 from .conftest import ROOT
 
 pytestmark = pytest.mark.slow
 
-FORGER = '''
-import jaxgrader.checks.report as _forge_module
-_forge_report = _forge_module.report
-def _forged(name, value, *, rule="close", **kwargs):
-    value = {"true": True, "at_most": 0, "at_least": 1e9}.get(rule, value)
-    return _forge_report(name, value, rule=rule, **kwargs)
-_forge_module.report = _forged
-def _no_asserts(lines):  # and the visible asserts pass whatever they test
-    return [l.replace("assert ", "assert True or ", 1) if l.lstrip().startswith("assert ") else l for l in lines]
-get_ipython().input_transformers_post.append(_no_asserts)
-'''
 
-# A lesson-5 loop that runs every step but keeps the state it started from: it does not train.
-RUN_TRAINING_WITHOUT_TRAINING = '''
-def run_training(x, y, epochs, batch_size=BATCH):
-    state = (
-        [v.value for v in model.trainable_variables],
-        [v.value for v in model.non_trainable_variables],
-        [v.value for v in optimizer.variables],
-        train_acc_metric.stateless_reset_state(),
-    )
+def _meta(**kw):
+    return {"nbgrader": {"schema_version": 3, "task": False, "grade": False, "solution": False, "locked": False, **kw}}
+
+
+def _test(gid, points, hidden):
+    return new_code_cell("### BEGIN HIDDEN TESTS\nfrom jaxgrader.checks.report import key as _key, report as _report\n"
+                         "from jaxgrader.checks.programs import exported as _exported, lowered as _lowered\n"
+                         + hidden + "\n### END HIDDEN TESTS", metadata=_meta(grade=True, locked=True, points=points,
+                                                                         grade_id=gid))
+
+
+SETUP = "import jax\nimport jax.numpy as jnp\nimport numpy as np"
+STEP = ("@jax.jit\ndef step(x):\n    for _ in range(20):\n        x = jnp.sin(x) * 0.99 + 0.01\n    return x")
+MASKS = "def masks(key):\n    return jnp.stack([jax.random.bernoulli(k, 0.5, (8, 8)) for k in jax.random.split(key, 3)])"
+TRAIN = '''def train(x, y, steps=60):
+    w = jnp.zeros((x.shape[1], 3))
+    grad = jax.jit(jax.grad(lambda w: -jnp.mean(jax.nn.log_softmax(x @ w)[jnp.arange(len(y)), y])))
     losses = []
-    for _ in range(epochs):
-        for start in range(0, len(x) - batch_size + 1, batch_size):
-            loss, _ = train_step(state, (x[start:start + batch_size], y[start:start + batch_size]))
-            losses.append(float(loss))
-    return state, losses
-'''
+    for _ in range(steps):
+        w = w - 0.5 * grad(w)
+        losses.append(float(-jnp.mean(jax.nn.log_softmax(x @ w)[jnp.arange(len(y)), y])))
+    return w, losses'''
+DATA = '''_r = np.random.default_rng(0)
+_x = _r.normal(size=(300, 5)).astype(np.float32)
+_y = np.argmax(_x @ _r.normal(size=(5, 3)), axis=1)'''
 
-# lesson -> (wrong answers from demo/wrong-answers by name, extra answers by cell) and the test cells
-# each lacking property must lose with and without the forger.
-LACKING = {
-    "lesson2": (["no-jit", "no-shard-map", "benchmark-warm-cache"], {},
-                ["test_per_example_grads_compiles", "test_data_parallel_grad", "test_benchmark_compile"]),
-    "lesson4": (["step-becomes-float", "epoch-python-loop", "loss-double-softmax"], {},
-                ["test_compiles_once", "test_train_epoch", "test_loss_falls"]),
-    "lesson5": ([], {"run_training": RUN_TRAINING_WITHOUT_TRAINING}, ["test_accuracy"]),
+
+def _course(root):
+    cells = [new_code_cell(SETUP, metadata=_meta(locked=True, grade_id="setup"))]
+    for gid, code in (("step", STEP), ("masks", MASKS), ("train", TRAIN)):
+        cells.append(new_markdown_cell(f"## Exercise: {gid} (2 points)"))
+        cells.append(new_code_cell("### BEGIN SOLUTION\n" + code + "\n### END SOLUTION",
+                                   metadata=_meta(solution=True, grade_id=gid)))
+    cells += [
+        _test("test_step_text", 1, '_report("the program of step", _lowered(step, jnp.ones(4)), rule="jitted")'),
+        _test("test_step_cost", 1, "for _i in range(3000):\n    _y = step(jnp.ones(4) * _i)\njax.block_until_ready(_y)\n"
+                                   '_report("3000 calls of step", None, rule="cell_time", bound=4)'),
+        _test("test_masks_shape", 1, '_report("masks of two keys", [masks(_key(0)), masks(_key(1))], rule="all_distinct")'),
+        _test("test_masks_values", 1, '_report("masks of a key", masks(_key(0)), rule="equal")'),
+        _test("test_train_shape", 1, DATA + '\n_w, _l = train(_x, _y)\n_report("losses", _l, rule="falls", bound=0.8)'),
+        _test("test_train_scores", 1, DATA + '\n_w, _l = train(_x, _y)\n_report("weights", [_w], rule="scores", bound=0.05, '
+                                             'model=_exported(lambda w, x: x @ w, _w, _x), data={"x": _x, "y": _y})'),
+    ]
+    nb = new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                            "language": "python"}})
+    (root / "source" / "tiny").mkdir(parents=True)
+    nbformat.write(nb, root / "source" / "tiny" / "tiny.ipynb")
+    (root / "nbgrader_config.py").write_text((ROOT / "nbgrader_config.py").read_text())
+    subprocess.run([sys.executable, "-m", "jaxgrader", "--root", str(root), "release", "-a", "tiny"], check=True,
+                   capture_output=True)
+
+
+LACKING = {  # each answer lacks what the tests are named for
+    "step": STEP.replace("@jax.jit\n", ""),  # not jitted: 3000 calls op by op
+    "masks": "def masks(key):\n    k = jax.random.key(0)\n    return jnp.stack([jax.random.bernoulli(k, 0.5, (8, 8))] * 3)",
+    "train": TRAIN.replace("w = w - 0.5 * grad(w)", "w = w"),  # does not train
 }
 
 
-def _wrong_answers(assignment):
-    with (ROOT / "demo" / "wrong-answers" / f"{assignment}.toml").open("rb") as fh:
-        return {a["name"]: a for a in tomllib.load(fh)["answer"]}
-
-
-def _submission(assignment, forged):
-    (path,) = sorted((ROOT / "source" / assignment).glob("*.ipynb"))
-    names, extra, _ = LACKING[assignment]
-    answers = solutions_of(read_notebook(path))
-    catalogue = _wrong_answers(assignment)
-    for name in names:
-        answers[catalogue[name]["cell"]] = catalogue[name]["code"]
-    answers.update(extra)
-    release = read_notebook(ROOT / "release" / assignment / path.name)
-    if forged:
-        first = next(grade_id(c) for c in release.cells if is_solution(c) and c.cell_type == "code")
-        answers[first] = FORGER + "\n" + answers[first]
-    return path.stem, fill_answers(release, answers)
-
-
-@pytest.mark.parametrize("assignment", sorted(LACKING))
-def test_the_generic_forger_gains_no_point(assignment, tmp_path):
-    course = tmp_path / "class"
-    course.mkdir()
-    shutil.copy2(ROOT / "nbgrader_config.py", course)
-    shutil.copytree(ROOT / "source" / assignment, course / "source" / assignment)
-    for student, forged in (("lacking", False), ("forged", True)):
-        name, nb = _submission(assignment, forged)
-        folder = course / "submitted" / student / assignment
+def test_the_forger_buys_shape_only_parts_and_nothing_else(tmp_path):
+    root = tmp_path / "class"
+    _course(root)
+    release = read_notebook(root / "release" / "tiny" / "tiny.ipynb")
+    for student, answers in (("lacking", LACKING), ("forged", forged(LACKING, "step"))):
+        folder = root / "submitted" / student / "tiny"
         folder.mkdir(parents=True)
-        nbformat.write(nb, folder / f"{name}.ipynb")
-    run = subprocess.run([sys.executable, "-m", "jaxgrader", "--root", str(course), "grade", "-a", assignment,
-                          "-s", "lacking", "-s", "forged"], capture_output=True, text=True, timeout=900)
-    summary = {r["student"]: r for r in json.loads((course / "grading-summary.json").read_text())}
+        nbformat.write(fill_answers(release, answers), folder / "tiny.ipynb")
+    run = subprocess.run([sys.executable, "-m", "jaxgrader", "--root", str(root), "grade", "-a", "tiny"],
+                         capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    (cells_plain,), (cells_forged,) = summary["lacking"]["cells"].values(), summary["forged"]["cells"].values()
-    gained = {gid: (cells_plain[gid]["score"], cell["score"]) for gid, cell in cells_forged.items()
-              if cell["score"] > cells_plain[gid]["score"]}
-    assert not gained, f"the forger gained points (without, with): {gained}"
-    for gid in LACKING[assignment][2]:
-        assert cells_plain[gid]["score"] == 0 and cells_forged[gid]["score"] == 0, (
-            f"{gid} scored {cells_plain[gid]['score']} / {cells_forged[gid]['score']} (without / with the forger) "
-            "for an answer that lacks its property")
-    assert summary["forged"]["score"] <= summary["lacking"]["score"]
+    summary = {r["student"]: r["cells"]["tiny"] for r in json.loads((root / "grading-summary.json").read_text())}
+    scores = {s: {gid: c["score"] for gid, c in cells.items()} for s, cells in summary.items()}
+    shape_only = {"test_step_text", "test_masks_shape", "test_train_shape"}
+    assert all(score == 0 for score in scores["lacking"].values()), scores["lacking"]
+    assert {gid for gid, score in scores["forged"].items() if score > 0} == shape_only, scores["forged"]

@@ -11,6 +11,9 @@ For one assignment this builds, in a scratch copy of the course:
 * ``honest-<style>``: the instructor's answers rewritten to bind what they build on in another
   style (a transform built at module level, a default argument, a factory, ``functools.partial``:
   ``honest.py``), which must keep full marks like the solution.
+* ``forged-release`` and ``forged-lacking``: the informed forger (``forger.py``) typed into the
+  blank release (must score nothing) and into the answers the wrong-answers file lists under
+  ``forger = [...]`` (must lose every test those answers lose: the forger gains no point).
 
 and grades them all as one class run of that scratch course: the same tasks, the same
 gradebook writer and the same verdict as ``jaxgrader grade`` (:func:`grade_class`), so
@@ -57,6 +60,7 @@ from pathlib import Path
 from .course.config import load_config, make_api
 from .course.coursedir import Course, coursedir_of, edition_coursedir, folder, source_notebooks
 from .course.notebooks import autograded_tests, grade_id, is_solution, read_notebook, solutions_of, write_submission
+from .forger import FORGER, forged
 from .honest import honest_answers
 
 
@@ -98,6 +102,21 @@ def scratch_course(root: Path, dest: Path, assignment: str) -> Path:
     shutil.copytree(folder(coursedir_of(config), "source", ".", assignment),
                     folder(coursedir_of(load_config(dest)), "source", ".", assignment), dirs_exist_ok=True)
     return dest
+
+
+def forger_answers(root: Path, assignment: str) -> list[dict]:
+    """The wrong answers the forger is typed over (top-level ``forger = ["name", ...]``): each lacks what a
+    test is named for (not jitted, recompiling, unrolled, not training, ...)."""
+    path = Path(root) / "demo" / "wrong-answers" / f"{assignment}.toml"
+    if not path.exists():
+        return []
+    with path.open("rb") as fh:
+        names = tomllib.load(fh).get("forger", [])
+    by_name = {a["name"]: a for a in wrong_answers(root, assignment)}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise ValueError(f"{path}: forger names no wrong answer {unknown}")
+    return [by_name[n] for n in names]
 
 
 def shared_tests(root: Path, assignment: str) -> set[str]:
@@ -186,6 +205,19 @@ def trial_students(root: Path, assignment: str, packed: bool = True
                  for c in read_notebook(source / f"{nb}.ipynb").cells if c.cell_type == "code"]
         for style, answers in honest_answers(cells, solutions[nb]).items():
             students.setdefault(f"honest-{style}", {n: dict(solutions[n]) for n in notebooks})[nb].update(answers)
+    first = next(((nb, grade_id(c)) for nb in notebooks for c in read_notebook(source / f"{nb}.ipynb").cells
+                  if is_solution(c) and c.cell_type == "code"), None)
+    lacking = forger_answers(root, assignment)
+    if first is not None:
+        nb0, gid0 = first
+        students["forged-release"] = {nb: ({gid0: FORGER} if nb == nb0 else None) for nb in notebooks}
+        if lacking:
+            filled = {nb: dict(solutions[nb]) for nb in notebooks}
+            for wrong in lacking:
+                owner = next(nb for nb in notebooks if wrong["cell"] in solutions[nb])
+                filled[owner][wrong["cell"]] = wrong["code"]
+            filled[nb0] = forged(filled[nb0], gid0)
+            students["forged-lacking"] = filled
     turns = [None] + editions
     answers = wrong_answers(root, assignment)
     for wrong in answers:
@@ -283,6 +315,14 @@ def outcomes(root: Path, assignment: str, results: dict[str, TrialResult], packe
     kinds = [(f"{kind}{suffix}", expected) for suffix in [""] + [f"-{lang}" for lang in editions_of(root, assignment)]
              for kind, expected in (("solution", set()), ("release", tests))]
     kinds += [(name, set()) for name in results if name.startswith("honest-")]
+    if "forged-release" in results:
+        kinds.append(("forged-release", tests))
+    if "forged-lacking" in results:  # at least what the lacking answers lose; losing more is not a gain
+        lost_without = set().union(*(set(a["fails"]) for a in forger_answers(root, assignment)))
+        r = results["forged-lacking"]
+        gained = lost_without - r.lost
+        out.append(Outcome("forged-lacking", "forged-lacking", not r.error and not gained, r.lost, lost_without,
+                           problem=_last(r.error) or (f"the forger gained {sorted(gained)}" if gained else "")))
     for name, expected in kinds:
         if name in results:
             r = results[name]
