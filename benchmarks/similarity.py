@@ -67,11 +67,10 @@ def build(course: Path, assignment: str, students: int, copies: int, seed: int =
             answers = {}
             for k, (gid, solution) in enumerate(solutions.items()):
                 choices = [solution] * 5 + [w["code"] for w in wrong if w["cell"] == gid] + [own.get(gid, solution)] * 2
-                text = stubs[gid] if rng.random() < 0.1 else rng.choice(choices)
-                text = near_copy(text.strip("\n") + "\n", seed * 100_000 + s * 100 + k)
-                if rng.random() < 0.5 and not text.startswith(("#", "YOUR")) and "def " in text:
+                text = stubs[gid] if rng.random() < 0.1 else rng.choice(choices).strip("\n")
+                if text != stubs[gid] and "def " in text and rng.random() < 0.5:
                     text += own_code(rng, k)
-                answers[gid] = text
+                answers[gid] = near_copy(text + "\n", seed * 100_000 + s * 100 + k)
             typed.setdefault(f"student{s:03d}", {})[notebook] = answers
     planted = []
     for c in range(copies):
