@@ -10,7 +10,7 @@ answers, and code cells the student added), across the assignment and the editio
 whitespace and the order of a cell's definitions do not count.
 
 What is ignored: every cell of the release, in every edition (the setup cell, the starter code, the
-visible tests, the prompts), the course's other shared files (``c.Similarity.shared_code``: the lectures),
+visible tests, the prompts), the course's other shared files (``c.Similarity.shared_code``: the lecture),
 and any passage found in more than ``c.Similarity.common`` submissions (MOSS's ``-m``: what a class writes
 alike is not copying).
 
@@ -274,7 +274,7 @@ def render_section(found: Found) -> str:
     out = [f"<h2 id='similarity'>Similar submissions</h2><p>{len(found.compared)} submissions compared; "
            f"listed: pairs where at least {s.threshold:.0%} of one's answers are also in the other's "
            f"(<code>c.Similarity.threshold</code>), with at least {s.min_shared} characters in common. The release, "
-           "the lectures and passages found in more than "
+           "the lesson's lecture and passages found in more than "
            f"{s.common} submissions are left out; names, comments, whitespace and the order of definitions do "
            "not count. A list to read, never a grade: two students may have worked from the same source.</p>"]
     if found.unreadable:
