@@ -116,6 +116,9 @@ def test_the_teacher_sets_the_threshold_and_a_misspelt_setting_is_one_line(tmp_p
     assert main(["--root", str(course), "similarity", "-a", "lesson1"]) == 2
     err = capsys.readouterr().err
     assert "c.Similarity.treshold is not a setting (did you mean threshold?)" in err and err.count("\n") == 1
+    config.write_text(text)
+    assert main(["--root", str(course), "similarity", "-a", "lesson9"]) == 2  # one line, no traceback
+    assert "lesson9: missing (no such assignment)" in capsys.readouterr().err
 
 
 def test_student_code_is_escaped_and_unreadable_submissions_are_named(tmp_path):
