@@ -140,3 +140,54 @@ def test_held_inputs_keep_kinds_and_change_values():
     assert sorted(held[1]) == sorted(inputs[1]) and not np.array_equal(held[1], inputs[1])
     assert artifacts.held_inputs(inputs, "part")[0].tolist() == held[0].tolist()  # the same within a process
 
+
+
+EXPORT_SHARDED = '''
+import os, sys
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+import jax, jax.numpy as jnp, numpy as np
+from functools import partial
+from jax.sharding import NamedSharding, PartitionSpec as P
+from jaxgrader.checks.programs import exported
+mesh = jax.make_mesh((8,), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
+shard_map = getattr(jax, "shard_map", None) or __import__("jax.experimental.shard_map", fromlist=["_"]).shard_map
+
+def loss(w, x, y):
+    return jnp.mean((x @ w - y) ** 2)
+
+grad = jax.jit(jax.grad(loss))
+
+@jax.jit
+def by_hand(w, x, y):  # each device the gradient's sum over its slice, then the sum over devices
+    def local(w, x, y):
+        return jax.lax.psum(2 * x.T @ (x @ w - y), "data") / 16
+    return shard_map(local, mesh=mesh, in_specs=(P(), P("data"), P("data")), out_specs=P())(w, x, y)
+
+w, x, y = jnp.linspace(0, 1, 4), jnp.arange(64.0).reshape(16, 4) / 64, jnp.ones(16)
+split = NamedSharding(mesh, P("data"))
+found = {"sharded": exported(grad, w, jax.device_put(x, split), jax.device_put(y, split)),
+         "replicated": exported(grad, w, jax.device_put(x, NamedSharding(mesh, P())), jax.device_put(y, NamedSharding(mesh, P()))),
+         "by_hand": exported(by_hand, w, jax.device_put(x, split), jax.device_put(y, split))}
+np.savez(sys.argv[1], **{f"{k}_program": v["program"] for k, v in found.items()},
+         **{f"{k}_input{i}": a for k, v in found.items() for i, a in enumerate(v["inputs"])})
+'''
+
+
+def test_programs_over_devices_are_run_there_and_their_layout_bounded(tmp_path):
+    """A data-parallel gradient exported on eight simulated devices (a process of its own: a JAX backend
+    starts once) runs in the grader's process on eight devices; a batch left replicated is told apart
+    from a split one, and a shard_map's collective from none."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "programs.npz"
+    subprocess.run([sys.executable, "-c", EXPORT_SHARDED, str(out)], check=True, capture_output=True, timeout=300)
+    with np.load(out) as data:
+        found = {k: {"program": data[f"{k}_program"], "inputs": [data[f"{k}_input{i}"] for i in range(3)]}
+                 for k in ("sharded", "replicated", "by_hand")}
+    assert _judged(found["sharded"], found["sharded"], rtol=1e-5, atol=1e-6, limits={"shardings": True})["passed"]
+    replicated = _judged(found["replicated"], found["sharded"], rtol=1e-5, atol=1e-6, limits={"shardings": True})
+    assert not replicated["passed"] and "laid out over devices" in replicated["message"]
+    assert _judged(found["by_hand"], found["by_hand"], rtol=1e-5, atol=1e-6, limits={"collectives": True})["passed"]
+    no_collective = _judged(found["sharded"], found["by_hand"], rtol=1e-5, atol=1e-6, limits={"collectives": True})
+    assert not no_collective["passed"] and "across devices" in no_collective["message"]

@@ -44,7 +44,9 @@ on inputs drawn for this run:
              the reference's program: ``{"entries": f}`` (no value more than ``f`` times the
              size of the reference's largest: no Hessian formed, micro-batches one at a time),
              ``{"ops": f}`` (at most ``f`` times the reference's operations: a scan, not an
-             unrolled loop), ``{"shardings": True}`` (the inputs sharded as the reference's).
+             unrolled loop), ``{"shardings": True}`` (inputs and outputs laid out over devices as
+             the reference's: a batch split, parameters replicated), ``{"collectives": True}`` (every
+             kind of collective the reference's program has, e.g. a ``psum`` in a ``shard_map``).
 ``scores``   trained parameters (any pytree): the grader applies the *reference's* model
              (``model=exported(predict, params, x)``, taken from the reference run) to them
              on held-out data the reference run names (``data={"x": ..., "y": ...}``) and

@@ -64,6 +64,7 @@ MESSAGES = [
     "the program holds a value of {got} entries; the reference's largest has {want}",
     "the program has {got} operations; the reference's program has {want} (a loop unrolled?)",
     "the program's {kind} are laid out over devices as {got}; expected {want}",
+    "the program has no {collectives} across devices; the reference's program has",
     "the reference reported no model and data to score with",
     "the reference's parameters are not a list of arrays",
     "no parameters (a list of arrays: jax.tree.leaves(params))",

@@ -38,6 +38,8 @@ ALLOWED_CUSTOM_CALLS = {"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShap
 FORBIDDEN_OPS = re.compile(r"\b(?:stablehlo|mhlo)\.(infeed|outfeed|send|recv)\b")
 _CUSTOM_CALL = re.compile(r'custom_call\s*@([\w.$-]+)|call_target_name\s*=\s*"([^"]*)"')
 _TENSOR = re.compile(r"tensor<((?:\d+x)*)[a-z]\w*")
+_COLLECTIVE = re.compile(r"\bstablehlo\.(all_reduce|all_gather|reduce_scatter|all_to_all|collective_permute|"
+                         r"collective_broadcast)\b")
 _OP_LINE = re.compile(r"^\s*(?:%[^=]+=\s*)?\"?(?:stablehlo|chlo|mhlo|func|sdy|shardy)\.\w+", re.MULTILINE)
 MAX_DEVICES = 64
 
@@ -65,7 +67,8 @@ def program_form(text: str) -> dict:
     entries = [int(np.prod([int(d) for d in dims.split("x") if d])) if dims else 1
                for dims in _TENSOR.findall(text)]
     return {"entries": max(entries, default=0), "ops": len(_OP_LINE.findall(text)),
-            "whiles": len(re.findall(r"\bstablehlo\.while\b", text))}
+            "whiles": len(re.findall(r"\bstablehlo\.while\b", text)),
+            "collectives": sorted(set(_COLLECTIVE.findall(text)))}
 
 
 def refusal(text: str) -> str:
@@ -173,8 +176,7 @@ def _run_one(folder: Path, i: int, count: int, program, text: str) -> dict:
 
     form = program_form(text)
     form["in_avals"] = [str(a) for a in program.in_avals]
-    form["in_shardings"] = [str(s) for s in program.in_shardings_hlo]
-    form["out_shardings"] = [str(s) for s in program.out_shardings_hlo]
+    form["in_shardings"], form["out_shardings"] = _layout(program, "in"), _layout(program, "out")
     form["devices"] = int(program.nr_devices)
     problem = refusal(text)
     if problem:
@@ -187,6 +189,9 @@ def _run_one(folder: Path, i: int, count: int, program, text: str) -> dict:
     if [(tuple(x.shape), str(x.dtype)) for x in inputs] != wanted:
         return {"error": "a program for other inputs than this test's: it takes "
                          + ", ".join(f"{d}{list(s)}" for s, d in wanted)[:200], "form": form}
+    if program.nr_devices > 1:  # laid out over the devices as the program was exported for
+        inputs = [jax.device_put(x, s) if s is not None else x
+                  for x, s in zip(inputs, program.in_shardings_jax(_mesh_for(program)))]
     try:
         outputs = program.call(*inputs)
         outputs = [np.asarray(o) for o in jax.tree.leaves(outputs)]
@@ -195,6 +200,31 @@ def _run_one(folder: Path, i: int, count: int, program, text: str) -> dict:
                 "form": form}
     np.savez(folder / f"outputs-{i}.npz", **{f"a{k}": o for k, o in enumerate(outputs)})
     return {"form": form}
+
+
+def _layout(program, side: str) -> list[str]:
+    """How each input (``side="in"``) or output is laid out over devices, the same for any mesh of the same
+    shape: a partition spec (newer JAX keeps named shardings) or XLA's sharding; unspecified and fully
+    replicated read alike, as "replicated"."""
+    named = getattr(program, f"_{side}_named_shardings", None)
+    if named is not None and any(s is not None for s in named):
+        specs = [None if s is None else tuple(s.spec) for s in named]
+        return ["replicated" if s is None or all(a is None for a in s) else str(s) for s in specs]
+    return ["replicated" if str(s) in ("None", "{replicated}") else str(s)
+            for s in getattr(program, f"{side}_shardings_hlo")]
+
+
+def _mesh_for(program):
+    """A mesh of this process's devices shaped as the one the program was exported with (newer JAX keeps
+    its axis names, sizes and types and wants them back; older JAX takes any mesh of as many devices)."""
+    import jax
+
+    devices = np.array(jax.devices()[:program.nr_devices])
+    exported_with = [s.mesh for s in getattr(program, "_in_named_shardings", ()) or () if s is not None]
+    if exported_with:
+        m = exported_with[0]
+        return jax.sharding.Mesh(devices.reshape(m.axis_sizes), m.axis_names, axis_types=m.axis_types)
+    return jax.sharding.Mesh(devices, ("devices",))
 
 
 def main(argv: list[str] | None = None) -> int:

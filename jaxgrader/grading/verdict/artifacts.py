@@ -142,6 +142,9 @@ def judge_program(ref: dict, mine: Outcome | None, theirs: Outcome | None, probl
             if got > limits[key] * max(want, 1):
                 return "the program holds " + what.format(got=got, want=want) if key == "entries" \
                     else "the program has " + what.format(got=got, want=want)
+    if limits.get("collectives") and set(theirs.form.get("collectives", [])) < set(mine.form.get("collectives", [])):
+        missing = sorted(set(mine.form.get("collectives", [])) - set(theirs.form.get("collectives", [])))
+        return f"the program has no {', '.join(missing)} across devices; the reference's program has"
     if limits.get("shardings"):
         for side in ("in_shardings", "out_shardings"):
             if theirs.form.get(side) != mine.form.get(side):
