@@ -80,7 +80,8 @@ def test_demo_grades_the_class(tmp_path):
     assert not (course / ".grading" / "gradebook.db").exists(), "the working copy of the gradebook was left behind"
     summary = {r["student"]: r for r in json.loads((course / "grading-summary.json").read_text())}
     parts = [p for cell in summary["ada"]["cells"]["pure_functions"].values() for p in cell["parts"]]
-    assert parts and {p["evidence"] for p in parts} <= {"checked", "kernel"}
+    # every part says what its points rest on; none of the course's on the kernel's word or a shape
+    assert parts and {p["evidence"] for p in parts} <= {"reference", "artifact", "cost"}
     assert 0 <= summary["ada"]["kernel_points"] <= summary["ada"]["score"]
 
 
