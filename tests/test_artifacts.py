@@ -191,3 +191,19 @@ def test_programs_over_devices_are_run_there_and_their_layout_bounded(tmp_path):
     assert _judged(found["by_hand"], found["by_hand"], rtol=1e-5, atol=1e-6, limits={"collectives": True})["passed"]
     no_collective = _judged(found["sharded"], found["by_hand"], rtol=1e-5, atol=1e-6, limits={"collectives": True})
     assert not no_collective["passed"] and "across devices" in no_collective["message"]
+
+
+def test_a_program_that_never_ends_or_grows_without_bound_is_stopped():
+    """A program is untrusted code: a wall-clock limit and a memory limit, watched from outside, stop it;
+    the failure is that part's (and the other programs of the same run still report theirs)."""
+    from jaxgrader.grading.sandbox.evaluator import Job, run_programs
+
+    x = jnp.ones(3)
+    forever = exported(lambda x: jax.lax.while_loop(lambda c: c[0] > -1.0, lambda c: c + 1.0, x), x)
+    (outcome,) = run_programs([Job(forever["program"].tobytes(), forever["inputs"])], sandboxed=SANDBOXED,
+                              timeout_s=15)
+    assert "ran past 15 s" in outcome.error
+    big = exported(lambda x: jnp.broadcast_to(x[0], (16000, 16000)) * jnp.arange(16000.0), x)  # 1 GiB out
+    (outcome,) = run_programs([Job(big["program"].tobytes(), big["inputs"])], sandboxed=SANDBOXED,
+                              timeout_s=120, memory_mb=600)
+    assert "more than 600 MiB" in outcome.error

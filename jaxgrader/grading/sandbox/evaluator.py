@@ -86,7 +86,7 @@ def refusal(text: str) -> str:
 # --------------------------------------------------------------------------- the grader's side
 
 
-def run_programs(jobs: list[Job], *, sandboxed: bool = True, timeout_s: float = 180.0,
+def run_programs(jobs: list[Job], *, sandboxed: bool = True, timeout_s: float = 120.0,
                  memory_mb: int = 4096) -> list[Outcome]:
     """Run every job in one bounded process; one Outcome per job, in order (errors per job)."""
     if not jobs:
