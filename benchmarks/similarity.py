@@ -5,7 +5,7 @@
 
 Each generated student answers every cell with the instructor's solution, one of the catalogued wrong
 answers for it (demo/wrong-answers/), an independent answer where there is one
-(tests/fixtures/similarity/) or the stub, then renames, recomments and reorders it
+(demo/independent/) or the stub, then renames, recomments and reorders it
 (tests/similar_students.py's ``near_copy``), and writes a helper of its own into some cells (random
 arithmetic: code nobody else has). Five more students each copy one of them the same way. Prints the time
 of ``jaxgrader similarity -a A`` (a fresh process: start, imports, configuration, reading the notebooks,

@@ -5,8 +5,8 @@
   in another order (``near_copy``);
 * ``dee`` answered nothing: the release, with the starter code's comments edited (she shares only the
   starter code with anyone);
-* ``indie`` solved the lesson on their own, correctly and differently (``tests/fixtures/similarity/``,
-  lessons 1 and 3; graded to full marks by tests/test_similarity.py).
+* ``indie`` solved the lesson on their own, correctly and differently (``demo/independent/``, lessons 1
+  and 3; the trials grade them to full marks: ``honest-independent``).
 
 So ``ada``, ``cy`` and ``hana`` (who type the solution, ``cy``'s with some wrong answers, ``hana`` ``cy``'s
 in the Korean edition) and ``ed`` are near-copies of each other; ``bo``, ``dee`` and ``indie`` are not.
@@ -19,23 +19,20 @@ import builtins
 import io
 import random
 import tokenize
-import tomllib
 from pathlib import Path
+
+from jaxgrader.grading import trials
 
 from .conftest import ROOT
 
-FIXTURES = ROOT / "tests" / "fixtures" / "similarity"
 COPIES = {"ed": "ada"}  # near-copy -> whom it copied
 NEAR_COPIES = {"ada", "cy", "hana", "ed"}  # every pair of these is a near-copy
 APART = {"bo", "dee", "indie"}  # none of these is a near-copy of anyone
 
 
 def independent_answers(assignment: str) -> dict[str, str] | None:
-    """grade_id -> an independent correct answer (tests/fixtures/similarity/<assignment>.toml), or None."""
-    path = FIXTURES / f"{assignment}.toml"
-    if not path.is_file():
-        return None
-    return {a["cell"]: a["code"].strip("\n") for a in tomllib.loads(path.read_text())["answer"]}
+    """grade_id -> an independent correct answer (demo/independent/<assignment>.toml), or None."""
+    return trials.independent_answers(ROOT, assignment)
 
 
 def _local_names(tree: ast.Module) -> set[str]:

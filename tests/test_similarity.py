@@ -4,7 +4,7 @@
 Korean edition) and ``ed`` hands in ``ada``'s answers renamed, recommented and reordered: every pair of the
 four is a near-copy and must be listed. ``bo`` (the blank release), ``dee`` (the release with its starter
 comments edited: only starter code in common) and ``indie`` (lessons 1 and 3 solved on their own, correctly:
-``test_independent_answers_earn_full_marks``) must not be in any pair (tests/similar_students.py).
+the trials' ``honest-independent`` student) must not be in any pair (tests/similar_students.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import nbformat
 import pytest
 
 from .conftest import ASSIGNMENTS, ROOT
-from .similar_students import APART, NEAR_COPIES, class_answers, independent_answers, write_class
+from .similar_students import APART, NEAR_COPIES, class_answers, write_class
 
 
 def _course(base):
@@ -160,31 +160,3 @@ def test_an_edition_placed_beside_the_assignment_is_compared_with_it(tmp_path):
     write_submission(course / "release" / "lesson1-ko", course / "submitted" / "hana" / "lesson1-ko", cy)
     assert _pairs(find_pairs(course, "lesson1")) == {frozenset(("cy", "hana (lesson1-ko)"))}
     assert _pairs(find_pairs(course, "lesson1-ko")) == {frozenset(("cy (lesson1)", "hana"))}
-
-
-@pytest.mark.slow
-def test_independent_answers_earn_full_marks(tmp_path):
-    """indie's answers (tests/fixtures/similarity/) are correct: graded by the real grader, every test cell
-    gets full points. So the lessons where indie is compared have two independent correct solutions."""
-    from jaxgrader.grading.classrun.run import grade_class
-    from jaxgrader.grading.course.notebooks import autograded_tests, write_submission
-
-    lessons = [a for a in ASSIGNMENTS if independent_answers(a) is not None]
-    assert lessons == ["lesson1", "lesson3"]
-    course = tmp_path / "course"
-    course.mkdir()
-    shutil.copy2(ROOT / "nbgrader_config.py", course)
-    for assignment in lessons:
-        shutil.copytree(ROOT / "source" / assignment, course / "source" / assignment)
-        shutil.copytree(ROOT / "release" / assignment, course / "release" / assignment)
-        notebook = next((ROOT / "source" / assignment).glob("*.ipynb")).stem
-        write_submission(course / "release" / assignment, course / "submitted" / "indie" / assignment,
-                         {notebook: independent_answers(assignment)})
-    results = grade_class(course, lessons, feedback=False, progress=False)
-    for result in results:
-        assert result.status == "graded", result.error
-        for notebook, cells in result.cells.items():
-            tests = autograded_tests(nbformat.read(ROOT / "source" / result.assignment / f"{notebook}.ipynb",
-                                                   as_version=4))
-            lost = {gid: cells[gid].get("message") for gid in tests if cells[gid]["score"] < cells[gid]["max_score"]}
-            assert not lost, f"{result.assignment}: indie's answers lose points: {lost}"

@@ -11,6 +11,8 @@ For one assignment this builds, in a scratch copy of the course:
 * ``honest-<style>``: the instructor's answers rewritten to bind what they build on in another
   style (a transform built at module level, a default argument, a factory, ``functools.partial``:
   ``honest.py``), which must keep full marks like the solution.
+* ``honest-independent``: the answers a second author wrote on their own, correctly and differently
+  (``demo/independent/<assignment>.toml``, where there is one), which must keep full marks too;
 * ``forged-release`` and ``forged-lacking``: the informed forger (``forger.py``) typed into the
   blank release (must score nothing) and into the answers the wrong-answers file lists under
   ``forger = [...]`` (must lose every test those answers lose: the forger gains no point).
@@ -102,6 +104,16 @@ def scratch_course(root: Path, dest: Path, assignment: str) -> Path:
     shutil.copytree(folder(coursedir_of(config), "source", ".", assignment),
                     folder(coursedir_of(load_config(dest)), "source", ".", assignment), dirs_exist_ok=True)
     return dest
+
+
+def independent_answers(root: Path, assignment: str) -> dict[str, str] | None:
+    """grade_id -> an answer written independently of the instructor's, correct in another way
+    (``demo/independent/<assignment>.toml``, ``[[answer]]`` entries with ``cell`` and ``code``), or None."""
+    path = Path(root) / "demo" / "independent" / f"{assignment}.toml"
+    if not path.is_file():
+        return None
+    with path.open("rb") as fh:
+        return {a["cell"]: a["code"].strip("\n") for a in tomllib.load(fh).get("answer", [])}
 
 
 def forger_answers(root: Path, assignment: str) -> list[dict]:
@@ -205,6 +217,10 @@ def trial_students(root: Path, assignment: str, packed: bool = True
                  for c in read_notebook(source / f"{nb}.ipynb").cells if c.cell_type == "code"]
         for style, answers in honest_answers(cells, solutions[nb]).items():
             students.setdefault(f"honest-{style}", {n: dict(solutions[n]) for n in notebooks})[nb].update(answers)
+    independent = independent_answers(root, assignment)
+    if independent:
+        students["honest-independent"] = {nb: {**solutions[nb], **{g: a for g, a in independent.items()
+                                                                   if g in solutions[nb]}} for nb in notebooks}
     first = next(((nb, grade_id(c)) for nb in notebooks for c in read_notebook(source / f"{nb}.ipynb").cells
                   if is_solution(c) and c.cell_type == "code"), None)
     lacking = forger_answers(root, assignment)
