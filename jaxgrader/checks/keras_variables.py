@@ -4,9 +4,16 @@ The stateless API takes variable *values*; drawing them afresh each run means a
 hidden test checks the student's function on states nobody could precompute.
 Values stay in realistic ranges (positive variances and scales, He-scaled
 kernels, small optimizer moments) so losses and updates are well conditioned.
+
+Also the workload of the hidden tests' cost parts (``cell_time``): :func:`batches` drawn from the
+seed and :func:`run_steps`, many calls of the student's step in a row, each on the state the call
+before returned. The grader times the whole cell on its own clock; the values the chain ends with
+are reported too, so a chain cut short (or skipped) does not pass for a fast one.
 """
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 
@@ -63,4 +70,30 @@ def standin_centered_model(features: int = 64, units: int = 10):
     return keras.Sequential([keras.Input(shape=(features,)), MovingCenter(), keras.layers.Dense(units)])
 
 
-__all__ = ["draw_optimizer_variables", "draw_variables", "standin_centered_model"]
+def batches(x, y, size: int, n: int, r: np.random.Generator):
+    """``n`` batches ``(x[i:i + size], y[i:i + size])`` of consecutive rows, starting at rows drawn with ``r``."""
+    starts = r.integers(0, len(x) - size + 1, size=n)
+    return [(x[i:i + size], y[i:i + size]) for i in starts]
+
+
+def run_steps(step, state, data, seconds: float = 45.0):
+    """``step(state, batch)`` for each batch of ``data`` in turn, each call on the state the call before
+    returned: ``(state, outputs)``, the last state and every call's first output (a loss).
+
+    The workload of a cost part: compiled once, hundreds of calls of a small step take a fraction of a
+    second; a step that is not compiled runs every operation of every call one by one, and one that
+    compiles again on every call compiles hundreds of times. It stops calling after ``seconds`` (such a
+    step would otherwise run for minutes): the state it then returns is not the one after every batch,
+    and the values reported from it say so.
+    """
+    start = time.monotonic()
+    outputs = []
+    for batch in data:
+        if time.monotonic() - start > seconds:
+            break
+        out, state = step(state, batch)
+        outputs.append(out)
+    return state, outputs
+
+
+__all__ = ["batches", "draw_optimizer_variables", "draw_variables", "run_steps", "standin_centered_model"]
