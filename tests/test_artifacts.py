@@ -163,11 +163,18 @@ def by_hand(w, x, y):  # each device the gradient's sum over its slice, then the
         return jax.lax.psum(2 * x.T @ (x @ w - y), "data") / 16
     return shard_map(local, mesh=mesh, in_specs=(P(), P("data"), P("data")), out_specs=P())(w, x, y)
 
+@jax.jit
+def whole_on_each(w, x, y):  # the right values, but every device works on the whole batch
+    def local(w, x, y):
+        return 2 * x.T @ (x @ w - y) / 16
+    return shard_map(local, mesh=mesh, in_specs=(P(), P(), P()), out_specs=P())(w, x, y)
+
 w, x, y = jnp.linspace(0, 1, 4), jnp.arange(64.0).reshape(16, 4) / 64, jnp.ones(16)
 split = NamedSharding(mesh, P("data"))
 found = {"sharded": exported(grad, w, jax.device_put(x, split), jax.device_put(y, split)),
          "replicated": exported(grad, w, jax.device_put(x, NamedSharding(mesh, P())), jax.device_put(y, NamedSharding(mesh, P()))),
-         "by_hand": exported(by_hand, w, jax.device_put(x, split), jax.device_put(y, split))}
+         "by_hand": exported(by_hand, w, jax.device_put(x, split), jax.device_put(y, split)),
+         "whole_on_each": exported(whole_on_each, w, jax.device_put(x, split), jax.device_put(y, split))}
 np.savez(sys.argv[1], **{f"{k}_program": v["program"] for k, v in found.items()},
          **{f"{k}_input{i}": a for k, v in found.items() for i, a in enumerate(v["inputs"])})
 '''
@@ -176,7 +183,8 @@ np.savez(sys.argv[1], **{f"{k}_program": v["program"] for k, v in found.items()}
 def test_programs_over_devices_are_run_there_and_their_layout_bounded(tmp_path):
     """A data-parallel gradient exported on eight simulated devices (a process of its own: a JAX backend
     starts once) runs in the grader's process on eight devices; a batch left replicated is told apart
-    from a split one, and a shard_map's collective from none."""
+    from a split one, a shard_map's collective from none, and a shard_map that gives every device the
+    whole batch from one that splits it."""
     import subprocess
     import sys
 
@@ -184,13 +192,16 @@ def test_programs_over_devices_are_run_there_and_their_layout_bounded(tmp_path):
     subprocess.run([sys.executable, "-c", EXPORT_SHARDED, str(out)], check=True, capture_output=True, timeout=300)
     with np.load(out) as data:
         found = {k: {"program": data[f"{k}_program"], "inputs": [data[f"{k}_input{i}"] for i in range(3)]}
-                 for k in ("sharded", "replicated", "by_hand")}
+                 for k in ("sharded", "replicated", "by_hand", "whole_on_each")}
     assert _judged(found["sharded"], found["sharded"], rtol=1e-5, atol=1e-6, limits={"shardings": True})["passed"]
     replicated = _judged(found["replicated"], found["sharded"], rtol=1e-5, atol=1e-6, limits={"shardings": True})
     assert not replicated["passed"] and "laid out over devices" in replicated["message"]
     assert _judged(found["by_hand"], found["by_hand"], rtol=1e-5, atol=1e-6, limits={"collectives": True})["passed"]
     no_collective = _judged(found["sharded"], found["by_hand"], rtol=1e-5, atol=1e-6, limits={"collectives": True})
     assert not no_collective["passed"] and "across devices" in no_collective["message"]
+    assert _judged(found["by_hand"], found["by_hand"], limits={"local_shapes": True})["passed"]
+    whole = _judged(found["whole_on_each"], found["by_hand"], rtol=1e-5, atol=1e-6, limits={"local_shapes": True})
+    assert not whole["passed"] and "each device sees" in whole["message"], whole
 
 
 def test_a_program_that_never_ends_or_grows_without_bound_is_stopped():

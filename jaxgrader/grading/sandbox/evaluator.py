@@ -40,6 +40,8 @@ _CUSTOM_CALL = re.compile(r'custom_call\s*@([\w.$-]+)|call_target_name\s*=\s*"([
 _TENSOR = re.compile(r"tensor<((?:\d+x)*)[a-z]\w*")
 _COLLECTIVE = re.compile(r"\bstablehlo\.(all_reduce|all_gather|reduce_scatter|all_to_all|collective_permute|"
                          r"collective_broadcast)\b")
+_MANUAL = re.compile(r"sdy\.manual_computation\(.*?manual_axes=\{[^}]*\}\s*\((.*?)\)\s*\{\s*$", re.MULTILINE)
+_FULL_TO_SHARD = re.compile(r"custom_call\s*@SPMDFullToShardShape\(.*?->\s*tensor<((?:\d+x)*)", re.MULTILINE)
 _OP_LINE = re.compile(r"^\s*(?:%[^=]+=\s*)?\"?(?:stablehlo|chlo|mhlo|func|sdy|shardy)\.\w+", re.MULTILINE)
 MAX_DEVICES = 64
 
@@ -68,7 +70,17 @@ def program_form(text: str) -> dict:
                for dims in _TENSOR.findall(text)]
     return {"entries": max(entries, default=0), "ops": len(_OP_LINE.findall(text)),
             "whiles": len(re.findall(r"\bstablehlo\.while\b", text)),
-            "collectives": sorted(set(_COLLECTIVE.findall(text)))}
+            "collectives": sorted(set(_COLLECTIVE.findall(text))), "local_shapes": local_shapes(text)}
+
+
+def local_shapes(text: str) -> list[str]:
+    """The shapes each device sees of the inputs of every manual region (``shard_map``), in order: a
+    batch split over 8 devices reads ``2x64``, the same batch left whole on every device ``16x64``."""
+    found = []
+    for args in _MANUAL.findall(text):  # Shardy: sdy.manual_computation(...) ... (%a: tensor<..>, ...) {
+        found += [dims.rstrip("x") for dims in _TENSOR.findall(args)]
+    found += [dims.rstrip("x") for dims in _FULL_TO_SHARD.findall(text)]  # GSPMD: the custom call's result
+    return found
 
 
 def refusal(text: str) -> str:
