@@ -199,9 +199,9 @@ def test_programs_over_devices_are_run_there_and_their_layout_bounded(tmp_path):
     assert _judged(found["by_hand"], found["by_hand"], rtol=1e-5, atol=1e-6, limits={"collectives": True})["passed"]
     no_collective = _judged(found["sharded"], found["by_hand"], rtol=1e-5, atol=1e-6, limits={"collectives": True})
     assert not no_collective["passed"] and "across devices" in no_collective["message"]
-    assert _judged(found["by_hand"], found["by_hand"], limits={"local_shapes": True})["passed"]
-    whole = _judged(found["whole_on_each"], found["by_hand"], rtol=1e-5, atol=1e-6, limits={"local_shapes": True})
-    assert not whole["passed"] and "each device sees" in whole["message"], whole
+    assert _judged(found["by_hand"], found["by_hand"], limits={"split_over": True})["passed"]
+    whole = _judged(found["whole_on_each"], found["by_hand"], rtol=1e-5, atol=1e-6, limits={"split_over": True})
+    assert not whole["passed"] and "no input is split" in whole["message"], whole
 
 
 def test_a_program_that_never_ends_or_grows_without_bound_is_stopped():

@@ -47,8 +47,8 @@ on inputs drawn for this run:
              unrolled loop), ``{"shardings": True}`` (inputs and outputs laid out over devices as
              the reference's: a batch split, parameters replicated), ``{"collectives": True}`` (every
              kind of collective the reference's program has, e.g. a ``psum`` in a ``shard_map``),
-             ``{"local_shapes": True}`` (inside every ``shard_map`` each device sees inputs of the
-             reference's shapes: a batch split, not left whole on every device).
+             ``{"split_over": True}`` (inside its ``shard_map`` regions some input is split over every
+             mesh axis the reference's splits one over: a batch split, not left whole on every device).
 ``scores``   trained parameters (any pytree): the grader applies the *reference's* model
              (``model=exported(predict, params, x)``, taken from the reference run) to them
              on held-out data the reference run names (``data={"x": ..., "y": ...}``) and

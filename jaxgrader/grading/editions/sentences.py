@@ -65,7 +65,8 @@ MESSAGES = [
     "the program has {got} operations; the reference's program has {want} (a loop unrolled?)",
     "the program's {kind} are laid out over devices as {got}; expected {want}",
     "the program has no {collectives} across devices; the reference's program has",
-    "inside shard_map each device sees inputs of shapes {got}; expected {want}",
+    "inside shard_map no input is split over {axes}: every device gets its inputs whole (in_specs); the reference's "
+    "program splits them",
     "the reference reported no model and data to score with",
     "the reference's parameters are not a list of arrays",
     "no parameters (a list of arrays: jax.tree.leaves(params))",

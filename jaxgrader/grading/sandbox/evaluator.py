@@ -40,6 +40,8 @@ _CUSTOM_CALL = re.compile(r'custom_call\s*@([\w.$-]+)|call_target_name\s*=\s*"([
 _TENSOR = re.compile(r"tensor<((?:\d+x)*)[a-z]\w*")
 _COLLECTIVE = re.compile(r"\bstablehlo\.(all_reduce|all_gather|reduce_scatter|all_to_all|collective_permute|"
                          r"collective_broadcast)\b")
+_MANUAL_IN = re.compile(r"sdy\.manual_computation\(.*?in_shardings=\[(.*?)\]\s*out_shardings=")
+_FULL_TO_SHARD_SHAPES = re.compile(r"custom_call\s*@SPMDFullToShardShape\(.*?\(tensor<([\dx]*)\w+>\)\s*->\s*tensor<([\dx]*)\w+>")
 _MANUAL = re.compile(r"sdy\.manual_computation\(.*?manual_axes=\{[^}]*\}\s*\((.*?)\)\s*\{\s*$", re.MULTILINE)
 _FULL_TO_SHARD = re.compile(r"custom_call\s*@SPMDFullToShardShape\(.*?->\s*tensor<((?:\d+x)*)", re.MULTILINE)
 _OP_LINE = re.compile(r"^\s*(?:%[^=]+=\s*)?\"?(?:stablehlo|chlo|mhlo|func|sdy|shardy)\.\w+", re.MULTILINE)
@@ -70,7 +72,22 @@ def program_form(text: str) -> dict:
                for dims in _TENSOR.findall(text)]
     return {"entries": max(entries, default=0), "ops": len(_OP_LINE.findall(text)),
             "whiles": len(re.findall(r"\bstablehlo\.while\b", text)),
-            "collectives": sorted(set(_COLLECTIVE.findall(text))), "local_shapes": local_shapes(text)}
+            "collectives": sorted(set(_COLLECTIVE.findall(text))), "local_shapes": local_shapes(text),
+            "split_over": split_over(text)}
+
+
+def split_over(text: str) -> list[str]:
+    """The mesh axes some input of a manual region (``shard_map``) is split over: ``["data"]`` for a batch
+    split over a data axis, ``[]`` where every device gets every input whole. Read from Shardy's
+    ``in_shardings`` of each ``sdy.manual_computation`` (both JAX versions export with Shardy), or, for
+    GSPMD text, from a ``SPMDFullToShardShape`` whose result is smaller than its operand."""
+    axes = set()
+    for specs in _MANUAL_IN.findall(text):
+        axes |= set(re.findall(r'"([^"]+)"', specs))
+    for operand, result in _FULL_TO_SHARD_SHAPES.findall(text):
+        if operand != result:
+            axes.add("(devices)")
+    return sorted(axes)
 
 
 def local_shapes(text: str) -> list[str]:
@@ -201,9 +218,11 @@ def _run_one(folder: Path, i: int, count: int, program, text: str) -> dict:
     if [(tuple(x.shape), str(x.dtype)) for x in inputs] != wanted:
         return {"error": "a program for other inputs than this test's: it takes "
                          + ", ".join(f"{d}{list(s)}" for s, d in wanted)[:200], "form": form}
-    if program.nr_devices > 1:  # laid out over the devices as the program was exported for
-        inputs = [jax.device_put(x, s) if s is not None else x
-                  for x, s in zip(inputs, program.in_shardings_jax(_mesh_for(program)))]
+    if program.nr_devices > 1:  # laid out over the devices as the program was exported for (else replicated)
+        mesh = _mesh_for(program)
+        everywhere = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+        inputs = [jax.device_put(x, s if s is not None else everywhere)
+                  for x, s in zip(inputs, program.in_shardings_jax(mesh))]
     try:
         outputs = program.call(*inputs)
         outputs = [np.asarray(o) for o in jax.tree.leaves(outputs)]

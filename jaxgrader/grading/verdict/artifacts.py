@@ -145,9 +145,11 @@ def judge_program(ref: dict, mine: Outcome | None, theirs: Outcome | None, probl
     if limits.get("collectives") and set(theirs.form.get("collectives", [])) < set(mine.form.get("collectives", [])):
         missing = sorted(set(mine.form.get("collectives", [])) - set(theirs.form.get("collectives", [])))
         return f"the program has no {', '.join(missing)} across devices; the reference's program has"
-    if limits.get("local_shapes") and theirs.form.get("local_shapes") != mine.form.get("local_shapes"):
-        return (f"inside shard_map each device sees inputs of shapes {theirs.form.get('local_shapes')}; expected "
-                f"{mine.form.get('local_shapes')}")[:300]
+    if limits.get("split_over"):
+        missing = sorted(set(mine.form.get("split_over", [])) - set(theirs.form.get("split_over", [])))
+        if missing:
+            return (f"inside shard_map no input is split over {', '.join(missing)}: every device gets its inputs whole "
+                    f"(in_specs); the reference's program splits them")
     if limits.get("shardings"):
         for side in ("in_shardings", "out_shardings"):
             if theirs.form.get(side) != mine.form.get(side):
