@@ -42,8 +42,6 @@ _COLLECTIVE = re.compile(r"\bstablehlo\.(all_reduce|all_gather|reduce_scatter|al
                          r"collective_broadcast)\b")
 _MANUAL_IN = re.compile(r"sdy\.manual_computation\(.*?in_shardings=\[(.*?)\]\s*out_shardings=")
 _FULL_TO_SHARD_SHAPES = re.compile(r"custom_call\s*@SPMDFullToShardShape\(.*?\(tensor<([\dx]*)\w+>\)\s*->\s*tensor<([\dx]*)\w+>")
-_MANUAL = re.compile(r"sdy\.manual_computation\(.*?manual_axes=\{[^}]*\}\s*\((.*?)\)\s*\{\s*$", re.MULTILINE)
-_FULL_TO_SHARD = re.compile(r"custom_call\s*@SPMDFullToShardShape\(.*?->\s*tensor<((?:\d+x)*)", re.MULTILINE)
 _OP_LINE = re.compile(r"^\s*(?:%[^=]+=\s*)?\"?(?:stablehlo|chlo|mhlo|func|sdy|shardy)\.\w+", re.MULTILINE)
 MAX_DEVICES = 64
 
@@ -72,8 +70,21 @@ def program_form(text: str) -> dict:
                for dims in _TENSOR.findall(text)]
     return {"entries": max(entries, default=0), "ops": len(_OP_LINE.findall(text)),
             "whiles": len(re.findall(r"\bstablehlo\.while\b", text)),
-            "collectives": sorted(set(_COLLECTIVE.findall(text))), "local_shapes": local_shapes(text),
-            "split_over": split_over(text)}
+            "collectives": sorted(set(_COLLECTIVE.findall(text))), "split_over": split_over(text)}
+
+
+def split_over(text: str) -> list[str]:
+    """The mesh axes some input of a manual region (``shard_map``) is split over: ``["data"]`` for a batch
+    split over a data axis, ``[]`` where every device gets every input whole. Read from Shardy's
+    ``in_shardings`` of each ``sdy.manual_computation`` (both JAX versions export with Shardy), or, for
+    GSPMD text, from a ``SPMDFullToShardShape`` whose result is smaller than its operand."""
+    axes = set()
+    for specs in _MANUAL_IN.findall(text):
+        axes |= set(re.findall(r'"([^"]+)"', specs))
+    for operand, result in _FULL_TO_SHARD_SHAPES.findall(text):
+        if operand != result:
+            axes.add("(devices)")
+    return sorted(axes)
 
 
 def split_over(text: str) -> list[str]:
