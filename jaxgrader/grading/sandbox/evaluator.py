@@ -41,7 +41,8 @@ _TENSOR = re.compile(r"tensor<((?:\d+x)*)[a-z]\w*")
 _COLLECTIVE = re.compile(r"\bstablehlo\.(all_reduce|all_gather|reduce_scatter|all_to_all|collective_permute|"
                          r"collective_broadcast)\b")
 _MANUAL_IN = re.compile(r"sdy\.manual_computation\(.*?in_shardings=\[(.*?)\]\s*out_shardings=")
-_FULL_TO_SHARD_SHAPES = re.compile(r"custom_call\s*@SPMDFullToShardShape\(.*?\(tensor<([\dx]*)\w+>\)\s*->\s*tensor<([\dx]*)\w+>")
+_FULL_TO_SHARD_SHAPES = re.compile(
+    r"custom_call\s*@SPMDFullToShardShape\(.*?\(tensor<([\dx]*)\w+>\)\s*->\s*tensor<([\dx]*)\w+>")
 _OP_LINE = re.compile(r"^\s*(?:%[^=]+=\s*)?\"?(?:stablehlo|chlo|mhlo|func|sdy|shardy)\.\w+", re.MULTILINE)
 MAX_DEVICES = 64
 
@@ -65,7 +66,8 @@ class Outcome:
 
 def program_form(text: str) -> dict:
     """What the grader bounds of a program, read off its module text: the entries of its largest
-    value, its operations (an unrolled loop has one copy per iteration), its while loops."""
+    value, its operations (an unrolled loop has one copy per iteration), its while loops, the
+    collectives it has, and the mesh axes its shard_maps split an input over."""
     entries = [int(np.prod([int(d) for d in dims.split("x") if d])) if dims else 1
                for dims in _TENSOR.findall(text)]
     return {"entries": max(entries, default=0), "ops": len(_OP_LINE.findall(text)),
@@ -85,30 +87,6 @@ def split_over(text: str) -> list[str]:
         if operand != result:
             axes.add("(devices)")
     return sorted(axes)
-
-
-def split_over(text: str) -> list[str]:
-    """The mesh axes some input of a manual region (``shard_map``) is split over: ``["data"]`` for a batch
-    split over a data axis, ``[]`` where every device gets every input whole. Read from Shardy's
-    ``in_shardings`` of each ``sdy.manual_computation`` (both JAX versions export with Shardy), or, for
-    GSPMD text, from a ``SPMDFullToShardShape`` whose result is smaller than its operand."""
-    axes = set()
-    for specs in _MANUAL_IN.findall(text):
-        axes |= set(re.findall(r'"([^"]+)"', specs))
-    for operand, result in _FULL_TO_SHARD_SHAPES.findall(text):
-        if operand != result:
-            axes.add("(devices)")
-    return sorted(axes)
-
-
-def local_shapes(text: str) -> list[str]:
-    """The shapes each device sees of the inputs of every manual region (``shard_map``), in order: a
-    batch split over 8 devices reads ``2x64``, the same batch left whole on every device ``16x64``."""
-    found = []
-    for args in _MANUAL.findall(text):  # Shardy: sdy.manual_computation(...) ... (%a: tensor<..>, ...) {
-        found += [dims.rstrip("x") for dims in _TENSOR.findall(args)]
-    found += [dims.rstrip("x") for dims in _FULL_TO_SHARD.findall(text)]  # GSPMD: the custom call's result
-    return found
 
 
 def refusal(text: str) -> str:
