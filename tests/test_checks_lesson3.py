@@ -1,5 +1,6 @@
 """Lesson 3's kernel-side helpers (jaxgrader.checks.mlp): the parameters hidden tests draw, and
-stand-ins that have the exercises' signatures but answer none of them (the kernel can import them)."""
+stand-ins that have the exercises' signatures but answer none of them (the kernel can import them;
+a hidden test's stand-in twin swaps them in where an earlier exercise failed)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,25 @@ def _numpy_mlp(params, x):
     for layer in params[:-1]:
         h = np.maximum(h @ np.asarray(layer["W"], np.float64) + np.asarray(layer["b"], np.float64), 0.0)
     return h @ np.asarray(params[-1]["W"], np.float64) + np.asarray(params[-1]["b"], np.float64)
+
+
+def test_standin_init_layer_takes_init_layers_arguments_but_draws_something_else():
+    """Exercise 1 fixes W = random.normal(key, (in_dim, out_dim)) * scale (He's sqrt(2 / in_dim) by default) and
+    zero biases: the stand-in has that signature and those shapes, and answers it for no key."""
+    key = jax.random.key(0)
+    layer = mlp.standin_init_layer(key, 6, 4)
+    assert jax.tree.map(np.shape, layer) == {"W": (6, 4), "b": (4,)}
+    exercise = np.asarray(jax.random.normal(key, (6, 4))) * np.sqrt(2.0 / 6)
+    assert not np.allclose(np.asarray(layer["W"]), exercise, rtol=1e-3)
+    assert np.all(np.abs(np.asarray(layer["W"])) <= np.sqrt(2.0 / 6))  # uniform within the default scale
+    assert not np.any(np.asarray(layer["b"]) == 0)
+    scaled = mlp.standin_init_layer(key, 6, 4, 0.3)
+    assert np.all(np.abs(np.asarray(scaled["W"])) <= 0.3)
+    assert not np.allclose(np.asarray(scaled["W"]), np.asarray(jax.random.normal(key, (6, 4))) * 0.3, rtol=1e-3)
+    other = mlp.standin_init_layer(jax.random.key(1), 6, 4)
+    assert not np.allclose(np.asarray(other["W"]), np.asarray(layer["W"]))  # the key decides the draw
+    legacy = mlp.standin_init_layer(jax.random.PRNGKey(0), 6, 4)
+    assert np.shape(legacy["W"]) == (6, 4)
 
 
 def test_random_residual_params_have_the_exercise_structure():

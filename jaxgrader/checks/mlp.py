@@ -1,8 +1,10 @@
 """Inputs and stand-in functions for the lesson-3 MLP tests (list-of-dicts parameters).
 
 Hidden tests import these instead of each defining its own copy. A test of one
-exercise swaps stand-ins in for the earlier ones (``mlp_apply``, ``cross_entropy_loss``,
-...), so that one mistake costs one part, not every part built on it. The stand-ins
+exercise reports the student's own chain (judged when the earlier exercises passed) and
+the same computation with stand-ins swapped in for the earlier ones (``init_layer``,
+``mlp_apply``, ``cross_entropy_loss``, ...; judged when one of them failed), so that one
+mistake costs one part, not every part built on it. The stand-ins
 have the exercises' signatures but compute something else (a tanh network, a squared
 error): this module is importable in the student's kernel, so nothing in it may answer
 a graded exercise (``tests/test_answer_key.py`` tries). The reference run uses the same
@@ -19,6 +21,14 @@ import numpy as np
 def put(a):
     """A float32 device array from anything array-like (no compilation per shape)."""
     return jax.device_put(np.asarray(a, np.float32))
+
+
+def standin_init_layer(key, in_dim, out_dim, scale=None):
+    """A stand-in for ``init_layer`` with its signature: uniform weights in ``[-scale, scale)`` (not the
+    exercise's normal draw), ``scale`` by default ``sqrt(2 / in_dim)`` as the exercise's, and biases of 0.1."""
+    scale = (2.0 / in_dim) ** 0.5 if scale is None else scale
+    return {"W": jax.random.uniform(key, (in_dim, out_dim), minval=-scale, maxval=scale),
+            "b": jnp.full((out_dim,), 0.1, jnp.float32)}
 
 
 def random_params(sizes, seed: int, gain: float = 1.0):
@@ -88,4 +98,4 @@ def away_from_kinks(sizes, seed: int, batch: int | None = None, min_gap: float =
 
 
 __all__ = ["away_from_kinks", "put", "random_params", "random_residual_params", "standin_apply",
-           "standin_batch_loss", "standin_example_loss", "standin_residual_apply"]
+           "standin_batch_loss", "standin_example_loss", "standin_init_layer", "standin_residual_apply"]
