@@ -26,3 +26,68 @@ def test_the_stand_in_loss_has_the_exercises_outputs_and_is_no_cross_entropy():
     assert float(metrics["accuracy"]) == float(jnp.mean(jnp.argmax(logits, -1) == y))
     assert not np.isclose(float(loss), float(optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()))
     assert same_values(params, params) and not same_values(params, params[::-1])
+
+
+def _form(fn, *args):
+    """(the program_form of ``fn``'s exported program, its outputs run as the grader runs them)."""
+    from jax import export
+
+    from jaxgrader.checks.programs import exported
+    from jaxgrader.grading.sandbox.evaluator import program_form
+
+    found = exported(fn, *args)
+    program = export.deserialize(bytearray(found["program"].tobytes()))
+    return program_form(program.mlir_module()), [np.asarray(o) for o in program.call(*found["inputs"])]
+
+
+@jax.jit
+def _step(w, x):
+    """A jitted step with enough operations that a copy of it outweighs a loop's bookkeeping."""
+    g = jax.grad(lambda w: jnp.sum(jnp.tanh(jnp.tanh(jnp.tanh(jnp.tanh(x @ w) @ w.T) @ w) @ w.T) ** 2))(w)
+    return w - 0.1 * g / (1.0 + jnp.sqrt(jnp.sum(g * g))), jnp.sum(g)
+
+
+@jax.jit
+def _scanned(w, xs):
+    return jax.lax.scan(_step, w, xs)
+
+
+@jax.jit
+def _unrolled(w, xs):
+    outs = []
+    for i in range(xs.shape[0]):
+        w, out = _step(w, xs[i])
+        outs.append(out)
+    return w, jnp.stack(outs)
+
+
+def test_inlined_programs_hold_a_copy_of_a_jitted_step_per_call_and_a_scan_keeps_one():
+    """Exported as it is, a Python loop over a jitted step holds one copy of the step and a call per
+    iteration, barely more than a scan; with the calls written out (``inlined``) it holds a copy per
+    iteration, and the scan's body stays one copy. Values are unchanged."""
+    from jaxgrader.checks.training import inlined
+
+    w, xs = jnp.linspace(-1, 1, 12).reshape(4, 3), jnp.linspace(0, 1, 8 * 5 * 4).reshape(8, 5, 4)
+    (scan_form, scan_out), (loop_form, loop_out) = _form(_scanned, w, xs), _form(_unrolled, w, xs)
+    assert loop_form["ops"] < 2 * scan_form["ops"]  # the calls hide the unrolling
+    (scan_inlined, scan_values), (loop_inlined, loop_values) = _form(inlined(_scanned), w, xs), _form(inlined(_unrolled), w, xs)
+    assert loop_inlined["ops"] > 4 * scan_inlined["ops"]
+    assert scan_inlined["ops"] <= 1.5 * scan_form["ops"] and scan_inlined["whiles"] == 1
+    for got, want in zip(scan_values + loop_values, scan_out + loop_out):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    direct = jax.tree.leaves(_scanned(w, xs))
+    for got, want in zip(scan_values, direct):
+        np.testing.assert_allclose(got, np.asarray(want), rtol=1e-6, atol=1e-6)
+
+
+def test_compilations_counts_each_new_program_once():
+    from jaxgrader.checks.training import compilations
+
+    before = compilations()
+    f = jax.jit(lambda x: jnp.sin(x) * 3.0 + x)
+    f(jnp.ones(7)).block_until_ready()
+    once = compilations()
+    f(jnp.ones(7)).block_until_ready()
+    assert once > before and compilations() == once
+    f(jnp.ones(8)).block_until_ready()  # another shape: compiled again
+    assert compilations() > once
