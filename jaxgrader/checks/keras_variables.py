@@ -76,7 +76,7 @@ def batches(x, y, size: int, n: int, r: np.random.Generator):
     return [(x[i:i + size], y[i:i + size]) for i in starts]
 
 
-def run_steps(step, state, data, seconds: float = 45.0):
+def run_steps(step, state, data, seconds: float = 30.0):
     """``step(state, batch)`` for each batch of ``data`` in turn, each call on the state the call before
     returned: ``(state, outputs)``, the last state and every call's first output (a loss).
 
