@@ -265,3 +265,20 @@ def test_a_plain_autograde_starts_the_reference_run_beside_the_submission(monkey
     assert _started_reference_runs() == []
 
 
+
+
+def test_the_reference_run_sees_what_a_submissions_kernel_sees():
+    """A class run computes its references before nbgrader autogrades anything: its kernel must still see
+    NBGRADER_EXECUTION (notebooks shrink their work under grading: FAST), as every submission's does."""
+    import os
+
+    import nbformat
+
+    from jaxgrader.grading.course.config import load_config
+    from jaxgrader.grading.verdict.reference import execute_reference
+
+    assert "NBGRADER_EXECUTION" not in os.environ, "run this test outside nbgrader"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import os\nprint(os.environ.get('NBGRADER_EXECUTION'))")])
+    ran = execute_reference(nb, load_config(ROOT), "lesson1")
+    assert "".join(o.get("text", "") for o in ran.cells[0].outputs).strip() == "autograde"

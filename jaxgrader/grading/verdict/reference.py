@@ -97,6 +97,24 @@ def with_cell_time(found: list, seconds: float | None) -> list:
             else payload for payload in found]
 
 
+def as_autograde(config):
+    """``config`` whose kernels see ``NBGRADER_EXECUTION=autograde``, as a submission's kernel does.
+
+    nbgrader sets that variable only while it autogrades; a class run computes its references before,
+    outside autograde, and a notebook that shrinks its work under grading (``FAST``) would otherwise run
+    the reference's long version against the students' short one.
+    """
+    import copy
+
+    from traitlets.config import Config
+
+    config = copy.deepcopy(config) if config is not None else Config()
+    env = dict(config.SandboxedKernelManager.get("kernel_env", {}))
+    env.setdefault("NBGRADER_EXECUTION", "autograde")
+    config.SandboxedKernelManager.kernel_env = env
+    return config
+
+
 def execute_reference(nb, config, assignment: str | None = None):
     """Run ``nb`` the way LimitedExecute runs a submission (same kernel manager, limits).
 
@@ -106,6 +124,7 @@ def execute_reference(nb, config, assignment: str | None = None):
     from nbclient import NotebookClient
     from traitlets.utils.importstring import import_item
 
+    config = as_autograde(config)
     section = config.get("LimitedExecute", {}) if config is not None else {}
     kwargs = {}
     km_class = section.get("kernel_manager_class") or config.get("Execute", {}).get("kernel_manager_class")
