@@ -200,6 +200,8 @@ def test_which_parts_count_follows_the_earlier_cells():
     one_failed = judge(student, reference, passed={"test_a": True, "test_b": False})
     assert set(one_failed) == {"standin", "always"} and not one_failed["standin"]["passed"]
     assert set(judge(student, reference, passed={})) == {"standin", "always"}  # not judged yet: failed
+    by_part = [ref("own", 1.0, if_passed=["test_a::values"]), ref("standin", 2.0, if_failed=["test_a::values"])]
+    assert set(judge(student, by_part, passed={"test_a": False, "test_a::values": True})) == {"own"}
 
 
 def test_a_cell_costs_what_the_grader_timed_against_the_reference():

@@ -68,7 +68,9 @@ passed in this submission, ``if_failed=[...]`` only when one of them failed. A t
 isolates one exercise from an earlier one reports the student's own chain under
 ``if_passed`` (any way of binding the earlier function is then judged fairly) and the same
 computation with a stand-in for the earlier function under ``if_failed`` (a wrong earlier
-answer costs only its own points).
+answer costs only its own points). A condition names a test cell (``"test_train_step"``: all its
+parts passed) or one part of it (``"test_train_step::loss of one step"``: that part passed, e.g.
+the values of a step whose cost part a missing ``jax.jit`` failed).
 
 Judged from the reported value's own form (*shape*: a student who controls the kernel can
 send a value of that form without doing the work; kept for older tests, counted by

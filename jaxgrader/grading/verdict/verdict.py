@@ -228,6 +228,7 @@ class Verdict(NbGraderPreprocessor):
         gid = meta.get("grade_id")
         seconds = resources.get("jaxgrader", {}).get("cell_seconds", {}).get(index)
         passed = {g: all(p["passed"] for p in parts) for g, parts in self._parts.items()}
+        passed.update({f"{g}::{p['name']}": p["passed"] for g, parts in self._parts.items() for p in parts})
         parts = judge_cell(cell.get("outputs", []), self._reference.get(gid, []), seconds, passed,
                            self._artifacts.get(gid, {}))
         self._parts[gid] = parts
