@@ -89,6 +89,15 @@ def read_catalog(path: Path) -> Catalog:
 
 
 def write_catalog(catalog: Catalog, path: Path) -> None:
+    """Write ``catalog``; an obsolete unit keeps its translation but not the English it once replaced.
+
+    Babel writes an obsolete unit's previous English (``#|``) where it cannot read it back: the next
+    read takes it for a translator's comment (``# | msgid ...``), and every update wrapped and added
+    to those comments. They are dropped here, old and new."""
+    for message in [*catalog, *catalog.obsolete.values()]:
+        message.user_comments = [c for c in message.user_comments if not c.lstrip().startswith("|")]
+    for message in catalog.obsolete.values():
+        message.previous_id = ()
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as f:
         write_po(f, catalog, width=0, omit_header=False, include_previous=True, sort_output=False)
