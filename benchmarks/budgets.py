@@ -28,16 +28,16 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 from jaxgrader.checks.budgets import BUDGETS, current_backend, row, workload_scale  # noqa: E402
-from jaxgrader.checks.timing import measure  # noqa: E402
 
 BEGIN, END = "<!-- budgets table (benchmarks/budgets.py) -->", "<!-- end of the budgets table -->"
-HEADER = ("| backend | device | compile / warm run, small jit (budget: at least {min_compile_over_run_small:g}) "
-          "| warm call, vmap(jit(grad)) / jit(vmap(grad)), batch 1 (budget: at most {max_slowdown_vs_jit_outer_small:g}) "
+HEADER = ("| backend | device "
           "| run_s without block_until_ready / with; two honest measurements (budget: within {run_remeasure_tolerance:g}x) "
-          "| measured with |\n|---|---|---|---|---|---|")
+          "| measured with |\n|---|---|---|---|")
 
 
-def _warm_call_s(fn, *args, repeats=50) -> float:
+def _blocked_run_s(fn, *args, repeats: int) -> float:
+    """Median seconds of ``repeats`` warm calls of ``fn(*args)``, each clock stopped after
+    ``block_until_ready`` on the whole output (one warm-up call first)."""
     jax.block_until_ready(fn(*args))
     times = []
     for _ in range(repeats):
@@ -45,30 +45,6 @@ def _warm_call_s(fn, *args, repeats=50) -> float:
         jax.block_until_ready(fn(*args))
         times.append(time.perf_counter() - start)
     return statistics.median(times)
-
-
-def compile_over_run() -> float:
-    """A small jitted function (20 matmuls at 8x8): how many warm runs its compilation costs."""
-    def small(x):
-        for _ in range(20):
-            x = jnp.tanh(x @ x)
-        return x
-
-    ratios = []
-    for _ in range(5):
-        t = measure(jax.jit(small), jnp.ones((8, 8)), repeats=20)
-        ratios.append(t.compile_s / t.run_s)
-    return statistics.median(ratios)
-
-
-def jit_outer_slowdown() -> tuple[float, float]:
-    """(wrong order, right order): a warm call of per-example gradients at batch 1 over one jit(vmap(grad))."""
-    loss = lambda p, x, y: jnp.mean((jnp.dot(x, p) - y) ** 2)  # noqa: E731
-    p, x, y = jnp.ones(4), jnp.ones((1, 4)), jnp.ones(1)
-    reference = _warm_call_s(jax.jit(jax.vmap(jax.grad(loss), in_axes=(None, 0, 0))), p, x, y)
-    wrong = _warm_call_s(jax.vmap(jax.jit(jax.grad(loss)), in_axes=(None, 0, 0)), p, x, y)
-    right = _warm_call_s(jax.jit(jax.vmap(jax.grad(loss), in_axes=(None, 0, 0))), p, x, y)
-    return wrong / reference, right / reference
 
 
 def remeasure() -> tuple[float, float]:
@@ -92,25 +68,22 @@ def remeasure() -> tuple[float, float]:
         jax.block_until_ready(heavy_jit(p, X, Y))
         return statistics.median(times)
 
-    blocked = [measure(heavy_jit, p, X, Y, repeats=15, clear_caches=False).run_s for _ in range(2)]
+    blocked = [_blocked_run_s(heavy_jit, p, X, Y, repeats=15) for _ in range(2)]
     return unblocked() / blocked[0], max(blocked) / min(blocked)
 
 
 def measured_row() -> str:
     backend, device = current_backend(), jax.devices()[0]
-    compile_ratio = compile_over_run()
-    wrong, right = jit_outer_slowdown()
     unblocked, spread = remeasure()
     when = datetime.date.today().isoformat()
     return (f"| {backend} | {device.device_kind} ({platform.machine()}, {jax.device_count()} device(s)) "
-            f"| {compile_ratio:.0f} | wrong order {wrong:.0f}, right order {right:.1f} "
             f"| {unblocked:.2g}; {spread:.2f} | jax {jax.__version__}, `python benchmarks/budgets.py`, {when} |")
 
 
 def table(rows: dict[str, str]) -> str:
     lines = [HEADER.format(**row("cpu"))]
     for backend in BUDGETS:
-        lines.append(rows.get(backend) or f"| {backend} | not measured | | | | |")
+        lines.append(rows.get(backend) or f"| {backend} | not measured | | |")
     return "\n".join(lines)
 
 
