@@ -62,21 +62,30 @@ def _version_lanes(path: Path) -> bool:
     """Whether a lecture notebook runs in every version lane (else in the main lane only).
 
     An edition's lecture is the English program with other text (tests/test_translation.py
-    compares the code, f-string fields included), so the colab lane runs one of the two: the
-    edition's, where there is one. The main lane runs both."""
+    compares the code, f-string fields included, and the printed outputs), so each lane runs
+    one of the two: the main lane (the newest JAX) the English, the colab lane (JAX 0.7.2) the
+    edition's, where there is one (``_edition_lecture``)."""
     relative = path.resolve().relative_to(ROOT)
     if relative.parts[0] != "notebooks":
         return True  # an edition's own copy (ko/notebooks/...)
     return not any((ROOT / lang / relative).is_file() for lang in EDITIONS)
 
 
+def _edition_lecture(path: Path) -> bool:
+    """An edition's copy of a lecture (ko/notebooks/...)."""
+    return path.resolve().relative_to(ROOT).parts[0] != "notebooks"
+
+
 def pytest_collection_modifyitems(config, items):
-    """Lecture notebooks (collected by nbval) belong to the version lanes (``_version_lanes``);
+    """Lecture notebooks (collected by nbval) belong to the version lanes (``_version_lanes``), an
+    edition's to the colab lane only (marked ``colab`` too: the main lane runs ``not colab``);
     the longest groups go first."""
     for item in items:
         path = Path(str(item.fspath))
         if "notebooks" in path.parts and _version_lanes(path):
             item.add_marker(pytest.mark.lane)
+            if _edition_lecture(path):
+                item.add_marker(pytest.mark.colab)
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(group_of(item.nodeid), len(rank)))  # stable: cells keep their order
 
