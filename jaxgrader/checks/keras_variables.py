@@ -17,6 +17,8 @@ import time
 
 import numpy as np
 
+from . import workloads
+
 
 def draw_variables(model, r: np.random.Generator):
     """``(trainable, non_trainable)`` float32 arrays shaped like ``model``'s variables."""
@@ -76,15 +78,15 @@ def batches(x, y, size: int, n: int, r: np.random.Generator):
     return [(x[i:i + size], y[i:i + size]) for i in starts]
 
 
-def run_steps(step, state, data, seconds: float = 30.0):
+def run_steps(step, state, data, seconds: float = workloads.SECONDS):
     """``step(state, batch)`` for each batch of ``data`` in turn, each call on the state the call before
     returned: ``(state, outputs)``, the last state and every call's first output (a loss).
 
     The workload of a cost part: compiled once, hundreds of calls of a small step take a fraction of a
     second; a step that is not compiled runs every operation of every call one by one, and one that
-    compiles again on every call compiles hundreds of times. It stops calling after ``seconds`` (such a
-    step would otherwise run for minutes): the state it then returns is not the one after every batch,
-    and the values reported from it say so.
+    compiles again on every call compiles hundreds of times. It stops calling after ``seconds`` (10 s, as
+    every workload in ``jaxgrader.checks.workloads``: such a step would otherwise run for minutes): the
+    state it then returns is not the one after every batch, and the values reported from it say so.
     """
     start = time.monotonic()
     outputs = []
