@@ -282,3 +282,20 @@ def test_the_reference_run_sees_what_a_submissions_kernel_sees():
         "import os\nprint(os.environ.get('NBGRADER_EXECUTION'))")])
     ran = execute_reference(nb, load_config(ROOT), "lesson1")
     assert "".join(o.get("text", "") for o in ran.cells[0].outputs).strip() == "autograde"
+
+
+def test_a_failed_autograde_is_told_by_its_error_not_by_traceback_s_first_line():
+    """nbgrader logs a failing notebook's traceback as indented lines under one `[ERROR] Traceback ...`:
+    the teacher's one line is the error at its end (with what it means, where nbgrader's words are cryptic)."""
+    from jaxgrader.grading.classrun.task import _why
+
+    log = ("[ERROR] There was an error processing assignment: submitted/ada/lesson2\n"
+           "[ERROR] Traceback (most recent call last):\n"
+           '      File "nbgrader/preprocessors/overwritecells.py", line 118, in add_missing_grade_cells\n'
+           '        submitted_cell_idxs[cell.metadata.nbgrader["grade_id"]] = idx\n'
+           "    KeyError: 'grade_id'\n    \n"
+           "[ERROR] There was an error processing assignment 'lesson2' for student 'ada'\n")
+    assert _why({"log": log}).startswith("a cell's nbgrader metadata has no grade_id")
+    assert _why({"log": log.replace("KeyError: 'grade_id'", "ValueError: bad cell")}) == "ValueError: bad cell"
+    assert _why({"log": "[ERROR] the file is not a notebook\n"}) == "the file is not a notebook"
+    assert _why({"error": "Traceback (most recent call last):\n  x\nOSError: disk full"}) == "OSError: disk full"

@@ -91,11 +91,22 @@ def _why(result: dict) -> str:
     """One line from a failed nbgrader API call: the first specific error it logged, else its traceback's end."""
     log = (result.get("log") or "").splitlines()
     generic = ("There was an error processing", "Please see the error log", "Skipping")
-    for line in log:
+    for i, line in enumerate(log):
         if line.startswith(("[ERROR]", "[CRITICAL]")) and not any(g in line for g in generic):
-            return one_line(line.split("]", 1)[1])
+            message = line.split("]", 1)[1].strip()
+            if message.startswith("Traceback"):  # a logged traceback: its last line names the error
+                end = next((j for j in range(i + 1, len(log)) if log[j].startswith("[")), len(log))
+                message = next((t.strip() for t in reversed(log[i + 1:end]) if t.strip()), message)
+            return one_line(KNOWN_FAILURES.get(message, message))
     text = (result.get("error") or "").strip().splitlines()
     return one_line(text[-1] if text else "no message")
+
+
+# nbgrader's own words for a submission it cannot read, and what they mean to a teacher
+KNOWN_FAILURES = {
+    "KeyError: 'grade_id'": "a cell's nbgrader metadata has no grade_id (the notebook was edited outside Jupyter, "
+                            "or belongs to another version of the assignment): KeyError: 'grade_id'",
+}
 
 
 # --------------------------------------------------------------------------- the hard limit
