@@ -38,6 +38,11 @@ from jaxgrader.grading.verdict.reports import parse_report, payloads
 from .conftest import ASSIGNMENTS, ROOT
 
 HIDDEN = "### BEGIN HIDDEN TESTS"
+# Rules judged on what only a class run has: the grader's clock (cell_time) and its evaluator of exported
+# programs and trained parameters (program, scores). ``judge_cell`` here fails them, so a test cell with one
+# scores nothing whatever is bound: running its candidates would cost minutes and could find nothing. Its
+# other parts are values compared with the reference's, and the exercise's other test cells are swept.
+GRADER_ONLY = {"cell_time", "program", "scores"}
 SEED = "20261126"
 
 
@@ -296,6 +301,8 @@ def _sweep(assignment, tmp_path):
         graded = _graded_by(assignment, source_nb)
         for test in tests:
             gid = _meta(test)["grade_id"]
+            if any(ref["rule"] in GRADER_ONLY for ref in reference[gid]):
+                continue  # judged here, it could not pass with any candidate (see GRADER_ONLY)
             for name in sorted(graded.get(gid, set()) & set(candidates)):
                 for candidate in sweep.plausible(name, candidates[name], test.source):
                     tried += 1
