@@ -189,9 +189,15 @@ def test_corrupt_submission_costs_only_that_student(tmp_path):
     first = next(grade_id(c) for c in release.cells if is_solution(c) and c.cell_type == "code")
     nbformat.write(fill_answers(release, {first: "import gc\nraise NotImplementedError()"}),
                    ok / "pure_functions.ipynb")
+    edited = course / "submitted" / "xi" / "lesson1"  # a cell's grade_id deleted: nbgrader alone says KeyError
+    edited.mkdir(parents=True)
+    stripped = nbformat.read(course / "release" / "lesson1" / "pure_functions.ipynb", as_version=4)
+    next(c for c in stripped.cells if is_solution(c)).metadata["nbgrader"].pop("grade_id")
+    nbformat.write(stripped, edited / "pure_functions.ipynb")
     run = _jaxgrader(course, "grade", "-a", "lesson1", "--no-feedback", "--unsandboxed")
     assert run.returncode == 1
     assert "zed" in run.stdout and "not valid JSON" in run.stdout and "pure_functions.ipynb" in run.stdout
+    assert "xi" in run.stdout and "without a grade_id" in run.stdout
     assert "yan" in run.stdout and "no such file" in run.stdout
     assert "graded without the kernel sandbox" in run.stdout
     flagged = run.stdout.split("flagged for review")[1]
@@ -299,3 +305,19 @@ def test_a_failed_autograde_is_told_by_its_error_not_by_traceback_s_first_line()
     assert _why({"log": log.replace("KeyError: 'grade_id'", "ValueError: bad cell")}) == "ValueError: bad cell"
     assert _why({"log": "[ERROR] the file is not a notebook\n"}) == "the file is not a notebook"
     assert _why({"error": "Traceback (most recent call last):\n  x\nOSError: disk full"}) == "OSError: disk full"
+
+
+def test_an_nbgrader_cell_without_its_grade_id_is_one_line_naming_the_cell(tmp_path):
+    """nbgrader itself fails on such a submission with a bare KeyError: 'grade_id'."""
+    import nbformat
+    import pytest
+
+    from jaxgrader.grading.course.notebooks import NotebookError, read_notebook
+
+    release = nbformat.read(ROOT / "release" / "lesson1" / "pure_functions.ipynb", as_version=4)
+    index = next(i for i, c in enumerate(release.cells) if c.metadata.get("nbgrader", {}).get("solution"))
+    del release.cells[index].metadata["nbgrader"]["grade_id"]
+    path = tmp_path / "pure_functions.ipynb"
+    nbformat.write(release, path, version=4)
+    with pytest.raises(NotebookError, match=rf"pure_functions.ipynb: cell {index + 1} is an nbgrader cell without a grade_id"):
+        read_notebook(path)

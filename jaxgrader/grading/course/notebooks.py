@@ -86,6 +86,11 @@ def read_notebook(path: Path) -> nbformat.NotebookNode:
     except Exception as exc:  # nbformat raises several validation error types
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
         raise NotebookError(f"{path}: invalid notebook ({first_line})") from None
+    for index, cell in enumerate(nb.cells, 1):  # nbgrader needs these ids, and fails with a bare KeyError without
+        meta = nbgrader_meta(cell)
+        if (meta.get("solution") or meta.get("grade") or meta.get("locked")) and not meta.get("grade_id"):
+            raise NotebookError(f"{path}: cell {index} is an nbgrader cell without a grade_id "
+                                "(its metadata was edited outside Jupyter)")
     return nb
 
 
