@@ -59,8 +59,8 @@ def _trials(request, assignment, tmp_path_factory):
             f"release-{lang}" for lang in editions]
         # Under `pytest -n`, every core already runs a test group: one kernel at a time here.
         workers = 1 if os.environ.get("PYTEST_XDIST_WORKER") else None
-        # Graded as on a one-TPU host (bfloat16 matmuls, one device; jaxgrader/simulated): every
-        # solution's visible test passes and every wrong answer loses its part there too.
+        # Graded as on a one-TPU host (bfloat16 matmuls, one device; jaxgrader/simulated), where the
+        # grader's kernels compute float32 matmuls in full (SandboxedKernelManager.matmul_precision).
         with simulated_kernels(tmp_path_factory.mktemp(f"kernels-{assignment}"), TRIALS_SIMULATE):
             _TRIALS[assignment] = run_trials(ROOT, assignment, tmp_path_factory.mktemp(f"trials-{assignment}"),
                                              only=only, workers=workers, skip=skip)

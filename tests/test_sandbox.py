@@ -488,7 +488,8 @@ def test_unprivileged_grader_variant_runs():
 
 def test_xla_flags_reach_graded_and_reference_kernels_but_not_timed_assignments(course, host_env):
     """``xla_flags`` is the grading kernels' XLA_FLAGS, the reference run's too, except in the
-    assignments ``xla_defaults_for`` names (their tests time compiled code as students did)."""
+    assignments ``xla_defaults_for`` names (their tests time compiled code as students did).
+    ``matmul_precision`` (float32 unless set) reaches every one of them."""
     from jaxgrader.grading.verdict.verdict import execute_reference
 
     c = course_config(course)
@@ -498,15 +499,16 @@ def test_xla_flags_reach_graded_and_reference_kernels_but_not_timed_assignments(
     env = km._kernel_env("/scratch", "/bin", {}, str(course / "autograded" / "me" / "ps1"))
     assert env["XLA_FLAGS"] == "--xla_backend_optimization_level=0"
     assert "XLA_FLAGS" not in km._kernel_env("/scratch", "/bin", {}, str(course / "autograded" / "me" / "timed"))
+    assert env["JAX_DEFAULT_MATMUL_PRECISION"] == "float32"
     c.SandboxedKernelManager.isolation = "none"
     c.LimitedExecute.kernel_manager_class = SandboxedKernelManager
     seen = {}
     for assignment in ("ps1", "timed"):
         nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-            "import os; print(repr(os.environ.get('XLA_FLAGS')))")])
+            "import os; print(repr(os.environ.get('XLA_FLAGS')), os.environ.get('JAX_DEFAULT_MATMUL_PRECISION'))")])
         out = execute_reference(nb, c, assignment=assignment).cells[0].outputs
         seen[assignment] = "".join(o.get("text", "") for o in out).strip()
-    assert seen == {"ps1": "'--xla_backend_optimization_level=0'", "timed": "None"}
+    assert seen == {"ps1": "'--xla_backend_optimization_level=0' float32", "timed": "None float32"}
 
 
 def test_task_directories_of_killed_graders_are_swept(tmp_path):

@@ -100,6 +100,15 @@ class SandboxedKernelManager(AsyncKernelManager):
     xla_defaults_for = List(Unicode(), help="Assignments whose kernels keep XLA's default flags (xla_flags "
                             "is not applied): those whose tests time compiled code, so that students' "
                             "timings are graded as they measured them.").tag(config=True)
+    matmul_precision = Unicode("float32", help="JAX_DEFAULT_MATMUL_PRECISION of every grading kernel (and of "
+                               "the reference run beside it). 'float32' (default): float32 matmuls in full "
+                               "precision on any backend, so that two correct answers written differently agree "
+                               "to float32 rounding, as on a CPU. A GPU's TF32 or a TPU's bfloat16 operands "
+                               "round each answer's matmul operands differently, and with cancellation the "
+                               "difference outgrows any tolerance that still tells a wrong answer (a vector "
+                               "norm's rule with jnp.dot lost its part in 1 run in 20; docs/authoring.md). "
+                               "'': JAX's default (faster on a TPU; hidden tests then widen their tolerances to "
+                               "the measured precision). XLA:CPU ignores it.").tag(config=True)
     pass_env = List(Unicode(), ["NBGRADER_EXECUTION", "JAX_PLATFORMS"],
                     help="Variables passed on from the grader's environment when set; nothing else is "
                     "(besides the kernelspec's own env).").tag(config=True)
@@ -181,6 +190,8 @@ class SandboxedKernelManager(AsyncKernelManager):
         assignment = os.path.basename(os.path.normpath(notebook_dir)) if notebook_dir else None
         if self.xla_flags and assignment not in self.xla_defaults_for:
             env["XLA_FLAGS"] = self.xla_flags
+        if self.matmul_precision:
+            env["JAX_DEFAULT_MATMUL_PRECISION"] = self.matmul_precision
         env.update({name: os.environ[name] for name in self.pass_env if name in os.environ})
         if self.gpu:
             env.update(gpu.KERNEL_ENV)
