@@ -268,11 +268,12 @@ def test_environment_is_allowlisted(kernel):
     assert env["NBGRADER_EXECUTION"] == "autograde"
     assert env["MPLBACKEND"] == "Agg" and env["LC_ALL"] == "C.UTF-8" and env["PYTHONDONTWRITEBYTECODE"] == "1"
     assert env["PATH"].split(":")[0] == os.path.dirname(sys.executable)
+    assert env["JAX_DEFAULT_MATMUL_PRECISION"] == "float32"
     for name in ("HOME", "TMPDIR", "IPYTHONDIR", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "MPLCONFIGDIR"):
         assert env[name].startswith(kernel.km.scratch_dir), name
     ours = {"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "IPYTHONDIR", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR",
             "JUPYTER_RUNTIME_DIR", "MPLCONFIGDIR", "MPLBACKEND", "PYTHONDONTWRITEBYTECODE", "JAXGRADER_SEED",
-            "NBGRADER_EXECUTION", "JAX_PLATFORMS", "JPY_PARENT_PID"}
+            "NBGRADER_EXECUTION", "JAX_PLATFORMS", "JPY_PARENT_PID", "JAX_DEFAULT_MATMUL_PRECISION"}
     ipykernel_sets = {"PWD", "TERM", "CLICOLOR", "CLICOLOR_FORCE", "FORCE_COLOR", "PAGER", "GIT_PAGER",
                       "PYDEVD_USE_FRAME_EVAL", "MPLBACKEND"}
     assert set(env) <= ours | ipykernel_sets, set(env) - ours - ipykernel_sets
