@@ -52,3 +52,17 @@ def test_a_name_assigned_again_later_is_not_bound_early():
     assert bindable(cells)["step"] == set()
 
 
+
+
+def test_packed_students_take_the_styles_in_turn():
+    """Packed, two students hold every rewritten cell, each cell in two different styles, and together
+    they hold every style (`jaxgrader trials --each` grades each style alone)."""
+    from jaxgrader.grading.honest import MIXED, mixed_answers
+
+    by_style = {style: {f"cell{n}": f"{style} {n}" for n in range(4)} for style in STYLES}
+    mixed, turn = mixed_answers(by_style, start=1)
+    assert sorted(mixed) == [f"mixed-{k + 1}" for k in range(MIXED)] and turn == 5
+    for n in range(4):
+        styles = {mixed[name][f"cell{n}"].split()[0] for name in mixed}
+        assert len(styles) == MIXED, f"cell{n} is graded in {styles}"
+    assert {answer.split()[0] for m in mixed.values() for answer in m.values()} == set(STYLES)

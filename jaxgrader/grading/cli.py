@@ -61,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     trials.add_argument("assignment")
     trials.add_argument("--only", action="append", help="only this trial student, e.g. wrong-NAME (repeatable)")
     trials.add_argument("--each", action="store_true",
-                        help="one trial student per wrong answer (default: answers to different cells share one)")
+                        help="one trial student per wrong answer and per binding style of the honest rewrites "
+                        "(default: answers to different cells share one; styles take turns in two)")
     translate = sub.add_parser("translate", help="editions in other languages: extract templates, update a "
                                "language's catalogs, build its edition, or print its status (docs/translating.md)")
     translate.add_argument("action", choices=["extract", "update", "build", "status", "side-by-side"],
@@ -157,11 +158,11 @@ def _trials(root: Path, assignment: str, only: list[str] | None, packed: bool = 
     """Print, per trial, whether it lost exactly the points it should and whether a visible test saw it."""
     import tempfile
 
-    from .trials import outcomes, rates, run_trials
+    from .trials import is_packed, outcomes, rates, run_trials
 
     with tempfile.TemporaryDirectory() as tmp:
         results = run_trials(root, assignment, Path(tmp), only=only, packed=packed)
-    found = outcomes(root, assignment, results, packed=packed and only is None)
+    found = outcomes(root, assignment, results, packed=is_packed(packed, only))
     bad = 0
     for o in found:
         seen = ""

@@ -17,6 +17,11 @@ binds it when it is defined:
 
 A name the notebook assigns again in a later cell outside the hidden tests is left alone (binding it
 early would compute something else).
+
+Packed (CI, and ``jaxgrader trials`` without ``--each``), the styles take turns instead: ``MIXED``
+students (``honest-mixed-<k>``), the n-th rewritten cell of student k in style ``n + 2k`` (of four),
+so every cell is graded in two styles and every style in a quarter of the cells per student, for half
+the grading; ``--each`` grades every cell in every style.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from __future__ import annotations
 import ast
 
 STYLES = ("module-level", "default-argument", "factory", "partial")
+MIXED = 2  # packed: students whose rewritten cells take the styles in turn
 TRANSFORMS = {"grad", "value_and_grad", "vmap", "jit", "jacfwd", "jacrev", "hessian", "checkpoint", "remat"}
 HIDDEN = "### BEGIN HIDDEN TESTS"
 
@@ -223,3 +229,16 @@ def honest_answers(cells: list[tuple[str, str, bool]], solutions: dict[str, str]
             if new is not None:
                 out.setdefault(style, {})[gid] = new
     return out
+
+
+def mixed_answers(by_style: dict[str, dict[str, str]], start: int = 0) -> tuple[dict[str, dict[str, str]], int]:
+    """({"mixed-<k>": {grade_id: answer}}, the next turn) from ``honest_answers``'s result: the cells every
+    style rewrites (the same cells), in order, the n-th of student k in ``STYLES[(start + n + k * 4 // MIXED) % 4]``.
+    ``start``: where this notebook's turns begin (the count of an assignment's earlier notebooks' cells)."""
+    cells = list(next(iter(by_style.values()), {}))
+    out: dict[str, dict[str, str]] = {}
+    for n, gid in enumerate(cells):
+        for k in range(MIXED):
+            style = STYLES[(start + n + k * len(STYLES) // MIXED) % len(STYLES)]
+            out.setdefault(f"mixed-{k + 1}", {})[gid] = by_style[style][gid]
+    return out, start + len(cells)

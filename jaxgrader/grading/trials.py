@@ -10,7 +10,8 @@ For one assignment this builds, in a scratch copy of the course:
   the edition's release, and every other wrong-answer student (``trial_students``).
 * ``honest-<style>``: the instructor's answers rewritten to bind what they build on in another
   style (a transform built at module level, a default argument, a factory, ``functools.partial``:
-  ``honest.py``), which must keep full marks like the solution.
+  ``honest.py``), which must keep full marks like the solution; packed, ``honest-mixed-<k>``, whose
+  rewritten cells take the styles in turn;
 * ``honest-independent``: the answers a second author wrote on their own, correctly and differently
   (``demo/independent/<assignment>.toml``, where there is one), which must keep full marks too;
 * ``forged-release`` and ``forged-lacking``: the informed forger (``forger.py``) typed into the
@@ -63,7 +64,7 @@ from .course.config import load_config, make_api
 from .course.coursedir import Course, coursedir_of, edition_coursedir, folder, source_notebooks
 from .course.notebooks import autograded_tests, grade_id, is_solution, read_notebook, solutions_of, write_submission
 from .forger import FORGER, forged
-from .honest import honest_answers
+from .honest import honest_answers, mixed_answers
 
 
 def wrong_answers(root: Path, assignment: str) -> list[dict]:
@@ -191,6 +192,15 @@ def edition_release(root: Path, assignment: str, student: str) -> Path | None:
     return None
 
 
+PACKED = ("wrong-pack-", "honest-mixed-")  # names of students that exist only packed
+
+
+def is_packed(packed: bool, only: list[str] | None) -> bool:
+    """Whether a run asked for ``only`` these students grades packed ones: with ``only``, each wrong
+    answer and each style is a student of its own, unless a packed one is named."""
+    return packed and (only is None or any(name.startswith(PACKED) for name in only))
+
+
 def trial_students(root: Path, assignment: str, packed: bool = True
                    ) -> tuple[dict[str, dict[str, dict[str, str] | None]], dict[str, list[dict]]]:
     """(student -> notebook -> answers (None = release as is), student -> the wrong answers it holds).
@@ -212,10 +222,14 @@ def trial_students(root: Path, assignment: str, packed: bool = True
     for lang in editions:
         students[f"solution-{lang}"] = dict(solutions)
         students[f"release-{lang}"] = {nb: None for nb in notebooks}
+    turn = 0
     for nb in notebooks:
         cells = [(grade_id(c) or "", c.source, is_solution(c))
                  for c in read_notebook(source / f"{nb}.ipynb").cells if c.cell_type == "code"]
-        for style, answers in honest_answers(cells, solutions[nb]).items():
+        by_style = honest_answers(cells, solutions[nb])
+        if packed and by_style:
+            by_style, turn = mixed_answers(by_style, turn)
+        for style, answers in by_style.items():
             students.setdefault(f"honest-{style}", {n: dict(solutions[n]) for n in notebooks})[nb].update(answers)
     independent = independent_answers(root, assignment)
     if independent:
@@ -267,13 +281,14 @@ def run_trials(root: Path, assignment: str, workdir: Path, only: list[str] | Non
     from .classrun.references import generate
     from .verdict.verdict import stopped_part
 
-    students, _ = trial_students(root, assignment, packed=packed and only is None)
-    students = {k: v for k, v in students.items() if k not in (skip or [])}
+    packed = is_packed(packed, only)
+    everyone, _ = trial_students(root, assignment, packed=packed)
+    students = {k: v for k, v in everyone.items() if k not in (skip or [])}
     if only is not None:
         students = {k: v for k, v in students.items() if k in only}
         unknown = set(only) - set(students)
         if unknown:
-            raise ValueError(f"no trial student {sorted(unknown)} in {assignment} (names: {sorted(students)})")
+            raise ValueError(f"no trial student {sorted(unknown)} in {assignment} (names: {sorted(everyone)})")
     course_root = scratch_course(Path(root), Path(workdir) / "course", assignment)
     generate(make_api(load_config(course_root)), [assignment])  # release/: what students start from
     course = Course.open(course_root, [assignment])
