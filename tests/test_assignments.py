@@ -19,6 +19,7 @@ from jaxgrader.grading.course.config import load_config
 from jaxgrader.grading.course.notebooks import autograded_tests, is_autograded_test, read_notebook
 from jaxgrader import course_style
 from jaxgrader.grading.trials import editions_of, forger_answers, outcomes, rates, run_trials, wrong_answers
+from jaxgrader.grading.sandbox.seed import draw_seed
 from jaxgrader.grading.verdict.verdict import reference_stderr
 from jaxgrader.simulated.accelerator import simulated_kernels
 
@@ -36,6 +37,9 @@ def _problems(assignment, results, names):
 
 _TRIALS: dict[str, dict] = {}
 TRIALS_SIMULATE = os.environ.get("JAXGRADER_TRIALS_SIMULATE", "bfloat16,one-device")  # "": a plain CPU
+# One seed for this process's trials, drawn afresh each run: their reference runs are then the ones
+# test_source_test_cells_write_nothing_to_stderr reads (cached by notebook and seed), not second runs.
+TRIALS_SEED = draw_seed()
 
 
 def _trials(request, assignment, tmp_path_factory):
@@ -63,7 +67,7 @@ def _trials(request, assignment, tmp_path_factory):
         # grader's kernels compute float32 matmuls in full (SandboxedKernelManager.matmul_precision).
         with simulated_kernels(tmp_path_factory.mktemp(f"kernels-{assignment}"), TRIALS_SIMULATE):
             _TRIALS[assignment] = run_trials(ROOT, assignment, tmp_path_factory.mktemp(f"trials-{assignment}"),
-                                             only=only, workers=workers, skip=skip)
+                                             only=only, workers=workers, skip=skip, seed=TRIALS_SEED)
     return _TRIALS[assignment]
 
 
@@ -206,7 +210,7 @@ def test_source_test_cells_write_nothing_to_stderr(assignment):
     """
     config = load_config(ROOT)
     for path in _source_notebooks(assignment):
-        for gid, noise in reference_stderr(path, config).items():
+        for gid, noise in reference_stderr(path, config, seed=TRIALS_SEED).items():
             assert not noise, f"{path.name}:{gid} writes to stderr: {noise[:300]}"
 
 
