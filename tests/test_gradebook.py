@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -14,9 +13,10 @@ import time
 
 import nbformat
 
-from jaxgrader.grading.course.notebooks import fill_answers, read_notebook, solutions_of
+from jaxgrader.grading.course.notebooks import fill_answers, solutions_of
 
 from .conftest import ROOT
+from .short_lesson import short_lesson
 
 STUDENTS = {"ada": "solution", "bo": "blank", "cy": "solution", "dee": "blank"}
 
@@ -28,9 +28,8 @@ def _course(tmp_path, db_url=None):
     if db_url:
         config += f"\nc.CourseDirectory.db_url = {db_url!r}\n"
     (course / "nbgrader_config.py").write_text(config)
-    shutil.copytree(ROOT / "source" / "lesson1", course / "source" / "lesson1")
-    release = read_notebook(ROOT / "release" / "lesson1" / "pure_functions.ipynb")
-    answers = solutions_of(read_notebook(ROOT / "source" / "lesson1" / "pure_functions.ipynb"))
+    source, release = short_lesson(course)
+    answers = solutions_of(source)
     for student, kind in STUDENTS.items():
         folder = course / "submitted" / student / "lesson1"
         folder.mkdir(parents=True)

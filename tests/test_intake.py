@@ -13,9 +13,10 @@ import nbformat
 import pytest
 
 from jaxgrader.grading.classrun.intake import canonical, normalise_names
-from jaxgrader.grading.course.notebooks import fill_answers, read_notebook, solutions_of
+from jaxgrader.grading.course.notebooks import fill_answers, solutions_of
 
 from .conftest import ROOT
+from .short_lesson import short_lesson
 
 
 @pytest.mark.parametrize("name", ["Copy of pure_functions", "pure_functions (1)", "pure_functions(2)",
@@ -47,9 +48,8 @@ def test_lms_zip_to_grades(tmp_path):
     course = tmp_path / "course"
     course.mkdir()
     shutil.copy2(ROOT / "nbgrader_config.py", course)
-    shutil.copytree(ROOT / "source" / "lesson1", course / "source" / "lesson1")
-    release = read_notebook(ROOT / "release" / "lesson1" / "pure_functions.ipynb")
-    answers = solutions_of(read_notebook(ROOT / "source" / "lesson1" / "pure_functions.ipynb"))
+    source, release = short_lesson(course)
+    answers = solutions_of(source)
     archive = course / "downloaded" / "lesson1" / "archive"
     archive.mkdir(parents=True)
     with zipfile.ZipFile(archive / "submissions.zip", "w") as zf:

@@ -1,0 +1,37 @@
+"""Lesson 1 cut short, for tests of the class run itself (gradebooks, intake), not of the lesson.
+
+Those tests grade a course a few times over; what they check (a record per student, scores
+that survive an interruption, a one-line error per broken file) does not depend on how many
+exercises a notebook has. The first exercises of lesson 1, with its setup cell, are a real
+assignment graded by the real grader at a third of the cost. The trials grade the whole lesson.
+"""
+
+from __future__ import annotations
+
+import nbformat
+
+from jaxgrader.grading.course.notebooks import grade_id, read_notebook
+
+from .conftest import ROOT
+
+ASSIGNMENT, NOTEBOOK = "lesson1", "pure_functions"
+LAST = "test_add_at"  # the third exercise's test cell: predict, sgd_step and add_at are kept
+
+
+def _cut(nb):
+    ids = [grade_id(c) for c in nb.cells]
+    nb = nbformat.reads(nbformat.writes(nb), as_version=4)  # a copy
+    nb.cells = nb.cells[: ids.index(LAST) + 1]
+    return nb
+
+
+def short_lesson(course) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
+    """Write lesson 1 cut after its third exercise as ``course``'s source (and release) of lesson1;
+    return (source, release) notebooks, cut alike."""
+    source = _cut(read_notebook(ROOT / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"))
+    release = _cut(read_notebook(ROOT / "release" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"))
+    for kind, nb in (("source", source), ("release", release)):
+        folder = course / kind / ASSIGNMENT
+        folder.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, folder / f"{NOTEBOOK}.ipynb")
+    return source, release
