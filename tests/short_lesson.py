@@ -1,4 +1,5 @@
-"""Lesson 1 cut short, for tests of the class run itself (gradebooks, intake), not of the lesson.
+"""Lesson 1 cut short, for tests of the class run itself (gradebooks, intake, scale-out, hostile
+submissions), not of the lesson.
 
 Those tests grade a course a few times over; what they check (a record per student, scores
 that survive an interruption, a one-line error per broken file) does not depend on how many
@@ -18,18 +19,23 @@ ASSIGNMENT, NOTEBOOK = "lesson1", "pure_functions"
 LAST = "test_add_at"  # the third exercise's test cell: predict, sgd_step and add_at are kept
 
 
-def _cut(nb):
+def _cut(nb, last: str):
     ids = [grade_id(c) for c in nb.cells]
     nb = nbformat.reads(nbformat.writes(nb), as_version=4)  # a copy
-    nb.cells = nb.cells[: ids.index(LAST) + 1]
+    nb.cells = nb.cells[: ids.index(last) + 1]
     return nb
 
 
-def short_lesson(course) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
-    """Write lesson 1 cut after its third exercise as ``course``'s source (and release) of lesson1;
-    return (source, release) notebooks, cut alike."""
-    source = _cut(read_notebook(ROOT / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"))
-    release = _cut(read_notebook(ROOT / "release" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"))
+def short_notebooks(last: str = LAST) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
+    """(source, release) of lesson 1, cut alike after test cell ``last``."""
+    return (_cut(read_notebook(ROOT / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"), last),
+            _cut(read_notebook(ROOT / "release" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"), last))
+
+
+def short_lesson(course, last: str = LAST) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
+    """Write lesson 1 cut after test cell ``last`` as ``course``'s source (and release) of lesson1;
+    return (source, release)."""
+    source, release = short_notebooks(last)
     for kind, nb in (("source", source), ("release", release)):
         folder = course / kind / ASSIGNMENT
         folder.mkdir(parents=True, exist_ok=True)

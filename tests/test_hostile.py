@@ -25,9 +25,11 @@ import pytest
 from jaxgrader.grading.course.notebooks import fill_answers, grade_id, is_autograded_test, read_notebook, solutions_of
 
 from .conftest import ROOT
+from .short_lesson import short_lesson, short_notebooks
 
 pytestmark = pytest.mark.slow
 ASSIGNMENT, NOTEBOOK = "lesson1", "pure_functions"
+LAST = "test_count_traces"  # lesson 1 up to its fourth exercise (tests/short_lesson.py), which honest answers rewrite
 MARK = "jaxgrader-hostile-marker"  # in the command line of every process an attacker leaves behind
 
 
@@ -237,8 +239,7 @@ def _leftovers():
 def graded(tmp_path_factory):
     course = tmp_path_factory.mktemp("class")
     shutil.copy2(ROOT / "nbgrader_config.py", course)
-    shutil.copytree(ROOT / "source" / ASSIGNMENT, course / "source" / ASSIGNMENT)
-    release = read_notebook(ROOT / "release" / ASSIGNMENT / f"{NOTEBOOK}.ipynb")
+    _, release = short_lesson(course, LAST)
     for student, make in ATTACKERS.items():
         folder = course / "submitted" / student / ASSIGNMENT
         folder.mkdir(parents=True)
@@ -272,8 +273,7 @@ def graded(tmp_path_factory):
 
 
 def _auto_points():
-    return sum(float(c.metadata.nbgrader.points) for c in _tests(
-        read_notebook(ROOT / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb")))
+    return sum(float(c.metadata.nbgrader.points) for c in _tests(short_notebooks(LAST)[0]))
 
 
 def _outputs_text(course, student):
@@ -366,7 +366,7 @@ def test_suspicious_code_is_flagged_not_refused(graded):
 
 def test_feedback_holds_no_hidden_test_no_output_and_no_script(graded):
     course = graded["course"]
-    source = read_notebook(ROOT / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb")
+    source, _ = short_notebooks(LAST)
     hidden_lines = set()
     for cell in _tests(source):
         if "### BEGIN HIDDEN TESTS" in cell.source:

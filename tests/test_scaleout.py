@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -23,9 +22,10 @@ from pathlib import Path
 import pytest
 
 from jaxgrader.grading.demo import answers_for
-from jaxgrader.grading.course.notebooks import read_notebook, write_submission
+from jaxgrader.grading.course.notebooks import write_submission
 
 from .conftest import ROOT
+from .short_lesson import short_lesson, short_notebooks
 
 distributed = pytest.importorskip("distributed")
 
@@ -112,15 +112,15 @@ def _course(path: Path, db_url: str | None = None, students=STUDENTS) -> Path:
     if db_url:
         config += f"\nc.CourseDirectory.db_url = {db_url!r}\n"
     (path / "nbgrader_config.py").write_text(config)
-    shutil.copytree(ROOT / "source" / "lesson1", path / "source" / "lesson1")
+    short_lesson(path)
     for student in students:
-        write_submission(ROOT / "release" / "lesson1", path / "submitted" / student / "lesson1",
+        write_submission(path / "release" / "lesson1", path / "submitted" / student / "lesson1",
                          {"pure_functions": answers_for(ROOT, "lesson1", "pure_functions", student)})
     return path
 
 
 def _grade_cells() -> int:
-    nb = read_notebook(ROOT / "source" / "lesson1" / "pure_functions.ipynb")
+    nb, _ = short_notebooks()
     return sum(1 for c in nb.cells if (c.metadata.get("nbgrader") or {}).get("grade"))
 
 
