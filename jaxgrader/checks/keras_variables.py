@@ -83,7 +83,7 @@ def run_steps(step, state, data, seconds: float = workloads.SECONDS):
 
     The workload of a cost part: compiled once, hundreds of calls of a small step take a fraction of a
     second; a step that is not compiled runs every operation of every call one by one, and one that
-    compiles again on every call compiles hundreds of times. It stops calling after ``seconds`` (10 s, as
+    compiles again on every call compiles hundreds of times. It stops calling after ``seconds`` (as
     every workload in ``jaxgrader.checks.workloads``: such a step would otherwise run for minutes): the
     state it then returns is not the one after every batch, and the values reported from it say so.
     """

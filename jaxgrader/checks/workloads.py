@@ -8,16 +8,19 @@ that compiles again on every call compiles every time. Two things keep such a ce
 * the workload's results are reported and compared with the reference's (every call on inputs of
   its own, so no call's result stands for another's), so a run cut short (a patched loop, a
   ``range`` shadowed in the notebook) fails on its values, not only on its time;
-* the calls stop after ``seconds`` (10 by default: a compiled step's workload takes a second or two
-  even on a slow, loaded machine), so a step that lacks the property costs the grader ten seconds
-  instead of minutes; the results it then returns are incomplete, and the values reported say so.
+* the calls stop after ``seconds`` (``SECONDS``, 4 by default), so a step that lacks the property
+  costs the grader four seconds instead of minutes; the results it then returns are incomplete, and
+  the values reported say so. The solutions' workloads take 0.05-0.22 s on a 2-core machine busy
+  with another test run (lesson 5's five; lessons 1 and 2 less): the cap is 18 times the slowest,
+  and a workload anywhere near it is far past its cell's time bound anyway. It was 10 s, which
+  made every answer that lacks the property cost the trials 10 s a workload.
 """
 
 from __future__ import annotations
 
 import time
 
-SECONDS = 10.0
+SECONDS = 4.0
 
 
 def calls(fn, arguments, seconds: float = SECONDS) -> list:
