@@ -20,8 +20,8 @@ early would compute something else).
 
 Packed (CI, and ``jaxgrader trials`` without ``--each``), the styles take turns instead: ``MIXED``
 students (``honest-mixed-<k>``), the n-th rewritten cell of student k in style ``n + 2k`` (of four),
-so every cell is graded in two styles and every style in a quarter of the cells per student, for half
-the grading; ``--each`` grades every cell in every style.
+so every cell is graded in two styles (and every style, where four cells or more are rewritten), for
+half the grading; ``--each`` grades every cell in every style.
 """
 
 from __future__ import annotations
