@@ -52,8 +52,6 @@ def test_a_name_assigned_again_later_is_not_bound_early():
     assert bindable(cells)["step"] == set()
 
 
-
-
 def test_packed_students_take_the_styles_in_turn():
     """Packed, two students hold every rewritten cell, each cell in two different styles, and together
     they hold every style (`jaxgrader trials --each` grades each style alone)."""

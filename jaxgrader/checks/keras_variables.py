@@ -13,7 +13,6 @@ are reported too, so a chain cut short (or skipped) does not pass for a fast one
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from . import workloads
