@@ -32,9 +32,25 @@ def short_notebooks(last: str = LAST) -> tuple[nbformat.NotebookNode, nbformat.N
             _cut(read_notebook(ROOT / "release" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"), last))
 
 
+# What lesson 1's notebook imports of the course's preload list (nbgrader_config.py): a class run's
+# prepared process imports its preload list once per grading process (jaxgrader/grading/sandbox/prepared.py),
+# which the course's lessons 3-5 need whole (optax, scikit-learn, Keras: 4 s), and a test that grades a
+# handful of lesson 1 submissions would pay for them in every worker of every run.
+LESSON1_PRELOAD = ["jax", "jax.numpy", "jaxgrader.checks"]
+
+
+def preload_lesson1(course) -> None:
+    """Make ``course``'s prepared processes import only what lesson 1 needs (its nbgrader_config.py, appended)."""
+    with open(course / "nbgrader_config.py", "a", encoding="utf-8") as fh:
+        fh.write(f"\nc.SandboxedKernelManager.preload = {LESSON1_PRELOAD!r}  # tests/short_lesson.py\n")
+
+
 def short_lesson(course, last: str = LAST) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
-    """Write lesson 1 cut after test cell ``last`` as ``course``'s source (and release) of lesson1;
-    return (source, release)."""
+    """Write lesson 1 cut after test cell ``last`` as ``course``'s source (and release) of lesson1, and
+    make its prepared processes import only what lesson 1 needs (``preload_lesson1``, where the course
+    has its nbgrader_config.py); return (source, release)."""
+    if (course / "nbgrader_config.py").is_file():
+        preload_lesson1(course)
     source, release = short_notebooks(last)
     for kind, nb in (("source", source), ("release", release)):
         folder = course / kind / ASSIGNMENT

@@ -19,6 +19,7 @@ import nbformat
 import pytest
 
 from .conftest import ROOT
+from .short_lesson import preload_lesson1
 
 pytestmark = pytest.mark.slow
 
@@ -31,6 +32,7 @@ def course(tmp_path_factory):
     course = tmp_path_factory.mktemp("report") / "course"
     course.mkdir()
     shutil.copy2(ROOT / "nbgrader_config.py", course)
+    preload_lesson1(course)
     for folder in ("source", "release"):
         shutil.copytree(ROOT / folder / ASSIGNMENT, course / folder / ASSIGNMENT)
     shutil.copytree(ROOT / "demo", course / "demo")

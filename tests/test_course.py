@@ -13,9 +13,12 @@ import threading
 import pytest
 
 from .conftest import ROOT
+from .short_lesson import preload_lesson1, short_lesson
 
 
-def _course(tmp_path, assignments=("lesson1",), editions=()):
+def _course(tmp_path, assignments=("lesson1",), editions=(), short=False):
+    """A course of ``assignments``; ``short``: lesson 1 cut after its third exercise (tests/short_lesson.py),
+    for tests of how a run handles a file or a setting, which the lesson's length does not change."""
     course = tmp_path / "course"
     course.mkdir()
     shutil.copy2(ROOT / "nbgrader_config.py", course)
@@ -25,6 +28,10 @@ def _course(tmp_path, assignments=("lesson1",), editions=()):
     for lang in editions:
         shutil.copytree(ROOT / "i18n" / lang, course / "i18n" / lang)
     shutil.copytree(ROOT / "demo", course / "demo")
+    if short:
+        short_lesson(course)
+    elif set(assignments) == {"lesson1"}:
+        preload_lesson1(course)
     return course
 
 
@@ -177,7 +184,7 @@ def test_corrupt_submission_costs_only_that_student(tmp_path):
 
     from jaxgrader.grading.course.notebooks import fill_answers, grade_id, is_solution
 
-    course = _course(tmp_path)
+    course = _course(tmp_path, short=True)
     for student, text in (("zed", "{not json"), ("yan", None)):
         folder = course / "submitted" / student / "lesson1"
         folder.mkdir(parents=True)
@@ -228,7 +235,7 @@ def test_skip_execution_tags_do_not_earn_points(tmp_path):
     """A blank release with `skip-execution` on every cell must still score zero."""
     import nbformat
 
-    course = _course(tmp_path)
+    course = _course(tmp_path, short=True)
     folder = course / "submitted" / "mallory" / "lesson1"
     folder.mkdir(parents=True)
     nb = nbformat.read(course / "release" / "lesson1" / "pure_functions.ipynb", as_version=4)

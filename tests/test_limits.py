@@ -10,9 +10,10 @@ import sys
 
 import nbformat
 
-from jaxgrader.grading.course.notebooks import fill_answers, read_notebook, solutions_of
+from jaxgrader.grading.course.notebooks import fill_answers, solutions_of
 
 from .conftest import ROOT
+from .short_lesson import short_lesson
 
 LIMITS = """
 c.Execute.timeout = 60
@@ -26,8 +27,8 @@ def test_time_and_memory_limits_keep_earlier_points(tmp_path):
     course.mkdir()
     (course / "nbgrader_config.py").write_text((ROOT / "nbgrader_config.py").read_text() + LIMITS)
     shutil.copytree(ROOT / "source" / "lesson1", course / "source" / "lesson1")
-    source = read_notebook(ROOT / "source" / "lesson1" / "pure_functions.ipynb")
-    release = read_notebook(ROOT / "release" / "lesson1" / "pure_functions.ipynb")
+    # lesson 1 up to its fourth exercise (tests/short_lesson.py): the two the limits stop, and two before
+    source, release = short_lesson(course, "test_count_traces")
     answers = solutions_of(source)
     students = {
         # the third exercise never finishes: exercises 1-2 keep their points
