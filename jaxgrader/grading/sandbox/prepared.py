@@ -191,7 +191,8 @@ class Zygote:
         except ValueError:
             raise self._fail(f"answered {what} with {line[:100]!r}") from None
 
-    def _ask(self, command: dict, timeout: float = REPLY_TIMEOUT_S) -> dict:
+    def _ask(self, command: dict, timeout: float | None = None) -> dict:
+        """The zygote's reply to ``command``, awaited ``timeout`` seconds (``REPLY_TIMEOUT_S``, read when called)."""
         if not self.running:
             raise self._fail("is not running")
         try:
@@ -199,7 +200,7 @@ class Zygote:
             self.proc.stdin.flush()
         except OSError as exc:
             raise self._fail(f"cannot be reached ({exc})") from None
-        return self._reply(timeout, command["op"])
+        return self._reply(REPLY_TIMEOUT_S if timeout is None else timeout, command["op"])
 
     def fork(self, argv: list[str], env: dict[str, str]) -> ForkedKernel:
         """A new kernel: ``argv`` as ``python -m ipykernel_launcher`` gets it, ``env`` its whole environment.
