@@ -17,7 +17,7 @@ from .short_lesson import short_lesson
 
 LIMITS = """
 c.Execute.timeout = 60
-c.LimitedExecute.notebook_timeout = 25
+c.LimitedExecute.notebook_timeout = 15
 c.LimitedExecute.memory_limit_mb = 1500
 """
 
