@@ -193,8 +193,7 @@ def _grading_xla_flags(assignment: str) -> str:
     from jaxgrader.grading.course.config import load_config
     from jaxgrader.grading.sandbox.sandbox import SandboxedKernelManager
 
-    km = SandboxedKernelManager(config=load_config(ROOT))
-    return "" if assignment in km.xla_defaults_for else km.xla_flags
+    return SandboxedKernelManager(config=load_config(ROOT)).xla_flags_for(assignment)
 
 
 def _code(source):

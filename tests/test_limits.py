@@ -4,7 +4,6 @@ with a note, and the class run goes on."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 
@@ -26,7 +25,6 @@ def test_time_and_memory_limits_keep_earlier_points(tmp_path):
     course = tmp_path / "course"
     course.mkdir()
     (course / "nbgrader_config.py").write_text((ROOT / "nbgrader_config.py").read_text() + LIMITS)
-    shutil.copytree(ROOT / "source" / "lesson1", course / "source" / "lesson1")
     # lesson 1 up to its fourth exercise (tests/short_lesson.py): the two the limits stop, and two before
     source, release = short_lesson(course, "test_count_traces")
     answers = solutions_of(source)

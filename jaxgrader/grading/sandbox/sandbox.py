@@ -182,14 +182,18 @@ class SandboxedKernelManager(AsyncKernelManager):
             if uid != os.geteuid():
                 os.chown(os.path.join(root, sub), uid, uid)
 
+    def xla_flags_for(self, assignment: str | None) -> str:
+        """XLA_FLAGS of a kernel that grades ``assignment`` ('': XLA's defaults, ``xla_defaults_for``)."""
+        return "" if assignment in self.xla_defaults_for else self.xla_flags
+
     def _kernel_env(self, scratch: str, python_bin: str, spec_env: dict,
                     notebook_dir: str | None = None) -> dict[str, str]:
         env = {name: spec_env[name] for name in (self.kernel_spec.env if self.kernel_spec else {}) if name in spec_env}
         env.update(self.kernel_env)
         # nbgrader runs a submission in autograded/<student>/<assignment>, the reference run in .../<assignment>
         assignment = os.path.basename(os.path.normpath(notebook_dir)) if notebook_dir else None
-        if self.xla_flags and assignment not in self.xla_defaults_for:
-            env["XLA_FLAGS"] = self.xla_flags
+        if flags := self.xla_flags_for(assignment):
+            env["XLA_FLAGS"] = flags
         if self.matmul_precision:
             env["JAX_DEFAULT_MATMUL_PRECISION"] = self.matmul_precision
         env.update({name: os.environ[name] for name in self.pass_env if name in os.environ})
