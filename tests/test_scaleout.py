@@ -19,6 +19,7 @@ import threading
 import time
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from jaxgrader.grading.demo import answers_for
@@ -220,6 +221,12 @@ def test_a_submission_that_keeps_killing_workers_is_an_error_not_a_stall(tmp_pat
     from jaxgrader.grading.classrun.run import grade_class
 
     course = _course(tmp_path / "poison", students=("bo",))
+    # grading lesson 1 cut short takes about a second: too short for a kill to land reliably, so bo's
+    # notebook starts with a wait (each attempt is killed long before it ends)
+    submitted = course / "submitted" / "bo" / "lesson1" / "pure_functions.ipynb"
+    nb = nbformat.read(submitted, as_version=4)
+    nb.cells.insert(0, nbformat.v4.new_code_cell("import time\ntime.sleep(600)"))
+    nbformat.write(nb, submitted)
     thread, out = _in_thread(grade_class, course, dask=cluster.address, feedback=False, progress=False)
     kills, killed_keys = 0, set()
     deadline = time.monotonic() + 600
