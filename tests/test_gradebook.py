@@ -119,3 +119,18 @@ def test_postgres_gradebook(tmp_path, postgres):
     assert again.returncode == 0, again.stderr[-2000:]
     assert all(r["kept"] for r in _summary(course).values())
     assert _check_class(course, postgres) == rows
+
+
+def test_the_alembic_head_read_in_process_is_what_alembic_heads_prints():
+    """A new gradebook records nbgrader's migration head. nbgrader asks an ``alembic heads`` process
+    for it (2.6 s); jaxgrader reads it from the same scripts in-process: the same revision."""
+    import nbgrader.api
+
+    from jaxgrader.grading.course.coursedir import _alembic_head, cache_alembic_version
+
+    nbgraders = subprocess.run([sys.executable, "-c", "from nbgrader.api import get_alembic_version as v; print(v())"],
+                               capture_output=True, text=True, timeout=120)
+    assert nbgraders.returncode == 0, nbgraders.stderr[-1000:]
+    assert nbgraders.stdout.strip() == _alembic_head()
+    cache_alembic_version()
+    assert nbgrader.api.get_alembic_version() == _alembic_head()

@@ -18,7 +18,7 @@ from pathlib import Path
 from traitlets.config import Config
 
 from ..course.config import CourseError, load_config, make_api
-from ..course.coursedir import GRADEBOOK, Course, coursedir_of, folder
+from ..course.coursedir import GRADEBOOK, Course, cache_alembic_version, coursedir_of, folder
 from .records import one_line
 from .task import digest
 
@@ -31,19 +31,9 @@ def assignment_hash(course: Course, assignment: str) -> str:
     return digest(*parts)
 
 
-def cache_alembic_version() -> None:
-    """nbgrader asks a fresh ``alembic heads`` process for every new gradebook (seconds each);
-    the answer cannot change while this process runs."""
-    import functools
-
-    import nbgrader.api
-
-    if not hasattr(nbgrader.api.get_alembic_version, "cache_info"):
-        nbgrader.api.get_alembic_version = functools.lru_cache(maxsize=None)(nbgrader.api.get_alembic_version)
-
-
 def generate(api, assignments: list[str]) -> None:
     """``nbgrader generate_assignment`` for each: writes release/ and the gradebook."""
+    cache_alembic_version()
     for assignment in assignments:
         result = api.generate_assignment(assignment, force=True, create=True)
         if not result["success"]:
@@ -57,7 +47,6 @@ def last_line(result: dict) -> str:
 
 def template_gradebook(course: Course, assignment: str) -> bytes:
     """An SQLite gradebook holding only ``assignment``, made by nbgrader's generate_assignment."""
-    cache_alembic_version()
     with tempfile.TemporaryDirectory(prefix="jaxgrader-template-") as tmp:
         (Path(tmp) / "nbgrader_config.py").write_text(course.config_text, encoding="utf-8")
         config = load_config(Path(tmp), Path(tmp) / GRADEBOOK)

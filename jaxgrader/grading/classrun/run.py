@@ -43,7 +43,7 @@ from .gradebook import export_grades, result_of, write_record
 from .intake import normalise_names
 from .ledger import LEDGER, WORK, Ledger, kept
 from .records import Result, Shared, Task, one_line
-from .references import (assignment_hash, cache_alembic_version, generate, last_line, limit_s,  # noqa: F401
+from .references import (assignment_hash, generate, last_line, limit_s,  # noqa: F401
                          references_side_by_side, template_gradebook)
 from ..sandbox.seed import draw_seed
 from ..course.settings import settings_of
@@ -229,7 +229,6 @@ def prepare(run: Run) -> None:
                                         course.isolation, limit_s(course.config, len(course.notebooks[assignment])))
     info["seed"] = run.seed
     t0 = time.monotonic()
-    cache_alembic_version()
     generate(make_api(course.config), course.assignments)
     info["generate_seconds"] = round(time.monotonic() - t0, 2)
     if run.tasks:

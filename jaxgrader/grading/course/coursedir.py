@@ -22,6 +22,30 @@ from .notebooks import NotebookError, read_notebook
 GRADEBOOK = "gradebook.db"  # nbgrader's default SQLite file in the course
 
 
+def cache_alembic_version() -> None:
+    """nbgrader asks a fresh ``alembic heads`` process for every new gradebook (2.6 s each here,
+    mostly that process's imports, paid by every class run for its template gradebook). The answer
+    is the head revision of nbgrader's own migration scripts: read here with alembic's API from the
+    same scripts (0.1 s), once, since it cannot change while this process runs."""
+    import nbgrader.api
+
+    if not getattr(nbgrader.api.get_alembic_version, "jaxgrader", False):
+        head = _alembic_head()
+        nbgrader.api.get_alembic_version = lambda: head
+        nbgrader.api.get_alembic_version.jaxgrader = True
+
+
+def _alembic_head() -> str:
+    """What ``alembic heads`` prints first for nbgrader's migrations (its ``dbutil.ALEMBIC_DIR``)."""
+    from alembic.config import Config as AlembicConfig
+    from alembic.script import ScriptDirectory
+    from nbgrader.dbutil import ALEMBIC_DIR
+
+    config = AlembicConfig()
+    config.set_main_option("script_location", ALEMBIC_DIR)
+    return ScriptDirectory.from_config(config).get_heads()[0]
+
+
 def coursedir_of(config: Config):
     from nbgrader.coursedir import CourseDirectory
 
@@ -94,6 +118,7 @@ def open_gradebook(db_url: str, course_id: str = ""):
     """nbgrader's Gradebook, or a one-line CourseError when the database cannot be opened."""
     from nbgrader.api import Gradebook
 
+    cache_alembic_version()  # a gradebook that does not exist yet asks for it
     try:
         return Gradebook(db_url, course_id)
     except Exception as exc:
