@@ -27,7 +27,7 @@ import psutil
 from nbclient.exceptions import DeadKernelError
 from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Float, Instance, Integer
+from traitlets import Enum, Float, Instance, Integer
 from traitlets.utils.importstring import import_item
 
 TIME_LIMIT_ENAME = "NotebookTimeLimit"
@@ -124,6 +124,12 @@ class LimitedExecute(Execute):
     ).tag(config=True)
     run_log = Instance(RunLog, allow_none=True, help="Where to note execution seconds, reruns and kernel "
                        "starts (set by the grading task; None: not noted).").tag(config=True)
+    # Once the last cell has run, nothing the kernel does can change the grade: its outputs are in, and
+    # the sandbox (or a prepared kernel's zygote) kills whatever it left running. A graceful shutdown
+    # waited about 0.4 s per submission for the kernel to exit on its own.
+    shutdown_kernel = Enum(["graceful", "immediate"], default_value="immediate",
+                           help="How a submission's kernel is stopped after its last cell (nbclient's setting; "
+                                "'immediate' here: graded outputs are all in by then).").tag(config=True)
 
     def __init__(self, **kw):
         super().__init__(**kw)

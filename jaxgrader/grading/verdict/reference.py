@@ -145,6 +145,7 @@ def execute_reference(nb, config, assignment: str | None = None):
             cell.metadata["jaxgrader_seconds"] = time.monotonic() - started.pop(cell_index, time.monotonic())
 
         client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+                                shutdown_kernel="immediate",  # as a submission's (LimitedExecute): all is in
                                 resources={"metadata": {"path": cwd}}, config=config,
                                 on_cell_execute=before, on_cell_executed=after, **kwargs)
         client.execute()
