@@ -39,18 +39,24 @@ def short_notebooks(last: str = LAST) -> tuple[nbformat.NotebookNode, nbformat.N
 LESSON1_PRELOAD = ["jax", "jax.numpy", "jaxgrader.checks"]
 
 
-def preload_lesson1(course) -> None:
-    """Make ``course``'s prepared processes import only what lesson 1 needs (its nbgrader_config.py, appended)."""
+def preload_lesson1(course, workers: int | None = 1) -> None:
+    """Make ``course``'s prepared processes import only what lesson 1 needs, and grade on ``workers`` local
+    workers (its nbgrader_config.py, appended). One by default: every local worker of a run starts a
+    process and a zygote of its own (about 3 CPU-seconds), which a test's class of a few submissions
+    does not win back; tests of the run itself across workers (hostile class, scale-out) pass None
+    or say how many they want."""
     with open(course / "nbgrader_config.py", "a", encoding="utf-8") as fh:
         fh.write(f"\nc.SandboxedKernelManager.preload = {LESSON1_PRELOAD!r}  # tests/short_lesson.py\n")
+        if workers is not None:
+            fh.write(f"c.JaxGrader.workers = {workers}  # tests/short_lesson.py\n")
 
 
-def short_lesson(course, last: str = LAST) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
+def short_lesson(course, last: str = LAST, workers: int | None = 1) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
     """Write lesson 1 cut after test cell ``last`` as ``course``'s source (and release) of lesson1, and
-    make its prepared processes import only what lesson 1 needs (``preload_lesson1``, where the course
-    has its nbgrader_config.py); return (source, release)."""
+    make its prepared processes import only what lesson 1 needs, on ``workers`` local workers
+    (``preload_lesson1``, where the course has its nbgrader_config.py); return (source, release)."""
     if (course / "nbgrader_config.py").is_file():
-        preload_lesson1(course)
+        preload_lesson1(course, workers)
     source, release = short_notebooks(last)
     for kind, nb in (("source", source), ("release", release)):
         folder = course / kind / ASSIGNMENT

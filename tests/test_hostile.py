@@ -239,7 +239,7 @@ def _leftovers():
 def graded(tmp_path_factory):
     course = tmp_path_factory.mktemp("class")
     shutil.copy2(ROOT / "nbgrader_config.py", course)
-    _, release = short_lesson(course, LAST)
+    _, release = short_lesson(course, LAST, workers=None)  # the course's default: a worker per CPU
     for student, make in ATTACKERS.items():
         folder = course / "submitted" / student / ASSIGNMENT
         folder.mkdir(parents=True)
