@@ -205,11 +205,31 @@ def test_which_parts_count_follows_the_earlier_cells():
 
 
 def test_a_cell_costs_what_the_grader_timed_against_the_reference():
-    reference = [ref("t", 2.0, rule="cell_time", bound=3.0)]  # the reference's cell took 2 s
-    assert judge([output("t", 1e9, rule="cell_time")], reference, seconds=6.5)["t"]["passed"]  # 3 x 2 + 1 s slack
-    assert not judge([output("t", 0.0, rule="cell_time")], reference, seconds=7.5)["t"]["passed"]
-    assert not judge([output("t", 0.0, rule="cell_time")], reference, seconds=None)["t"]["passed"]
-    assert not judge([], reference, seconds=1.0)["t"]["passed"]  # the cell must report it: it ran to the end
+    reference = [ref("work", 1.0), ref("t", 2.0, rule="cell_time", bound=3.0)]  # the reference's cell took 2 s
+    done = output("work", 1.0)
+    assert judge([done, output("t", 1e9, rule="cell_time")], reference, seconds=6.5)["t"]["passed"]  # 3 x 2 + 1 s slack
+    assert not judge([done, output("t", 0.0, rule="cell_time")], reference, seconds=7.5)["t"]["passed"]
+    assert not judge([done, output("t", 0.0, rule="cell_time")], reference, seconds=None)["t"]["passed"]
+    assert not judge([done], reference, seconds=1.0)["t"]["passed"]  # the cell must report it: it ran to the end
+
+
+def test_a_cell_time_counts_only_with_checked_work():
+    """A fast cell that skipped its work proves nothing: where no part of the cell compared with the reference (or
+    evaluated by the grader) counts, because the exercises it builds on failed and no stand-in twin stands in, the
+    time fails whatever it was; a part the kernel vouches for, or one judged by its own shape, is no check."""
+    from jaxgrader.grading.verdict.judging import UNCHECKED_WORK
+
+    reference = [ref("own chain", 1.0, if_passed=["test_a"]), ref("t", 2.0, rule="cell_time", bound=3.0)]
+    student = [output("own chain", 1.0), output("t", 0.0, rule="cell_time")]
+    assert judge(student, reference, seconds=0.1, passed={"test_a": True})["t"]["passed"]
+    unchecked = judge(student, reference, seconds=0.1, passed={"test_a": False})
+    assert set(unchecked) == {"t"} and unchecked["t"]["message"] == UNCHECKED_WORK
+    twin = reference + [ref("stand-in chain", 2.0, if_failed=["test_a"])]
+    assert judge(student + [output("stand-in chain", 2.0)], twin, seconds=0.1, passed={"test_a": False})["t"]["passed"]
+    for weak in (ref("count", 400, rule="equal", evidence="kernel"), ref("curve", [1.0, 0.5], rule="falls", bound=0.9)):
+        parts = judge(student + [output(weak["name"], weak["value"], weak["rule"])], reference + [weak], seconds=0.1,
+                      passed={"test_a": False})
+        assert parts["t"]["message"] == UNCHECKED_WORK, weak["name"]
 
 
 def test_values_are_judged_by_the_grader():

@@ -10,7 +10,9 @@ says what its points rest on (``evidence``, :data:`EVIDENCE`):
 ``artifact``   something the grader evaluates itself on data the kernel never saw
                (``program``, ``scores``: ``artifacts``).
 ``cost``       what the grader measures on its own clock (``cell_time``: the cell's wall
-               time against the reference's; ``within_cell_time``: claimed seconds against it).
+               time against the reference's, judged only where a ``reference`` or ``artifact``
+               part of the same cell counts, so that the timed work is checked work:
+               :data:`UNCHECKED_WORK`; ``within_cell_time``: claimed seconds against it).
 ``shape``      the reported value judged by its own form (``finite``, ``falls``,
                ``all_equal``, ``all_distinct``, ``ratio_at_least``, ``agrees``, and program
                text a kernel could print for another function: ``jitted``, ``same_program``,
@@ -41,6 +43,13 @@ EVIDENCE = {"close": "reference", "equal": "reference", "within_factor": "refere
                                           "jitted", "same_program", "no_growth", "shard_shapes", "largest_value")},
             **{rule: "kernel" for rule in KERNEL_RULES}}
 WEAK = ("shape", "kernel")  # evidence a kernel can produce without doing the work
+CHECKED = ("reference", "artifact")  # evidence that the work was done
+# A cell's time on the grader's clock is evidence of how the work was done only where the work's results are
+# checked too: a kernel that skips the work is fast. Where no part of the cell that is compared with the
+# reference (or evaluated by the grader) counts in a submission (an earlier exercise it builds on failed, and no
+# stand-in twin stands for it), its ``cell_time`` part fails with this message.
+UNCHECKED_WORK = ("no result of this cell's work is checked in this submission (it builds on an exercise that "
+                  "failed), so the time it took is no evidence")
 
 
 def evidence_of(ref: dict) -> str:
@@ -98,10 +107,13 @@ def judge_cell(outputs, reference: list[dict], seconds: float | None = None, pas
     context = {"reference": {ref["name"]: ref for ref in reference}, "seconds": seconds,
                "artifacts": artifacts_judged or {}}
     parts = []
+    checked = any(evidence_of(ref) in CHECKED for ref in reference)
     for ref in reference:
         got = reports.get(ref["name"], [])
         if len(got) > 1:
             message = "reported more than once"
+        elif ref["rule"] == "cell_time" and not checked:
+            message = UNCHECKED_WORK
         else:
             message = compare(got[0] if got else None, ref, context)
         evidence = evidence_of(ref)
@@ -164,5 +176,5 @@ def kernel_points_of(source_nb, references: dict[str, list]) -> dict[str, float]
     return out
 
 
-__all__ = ["CHECKS", "EVIDENCE", "KERNEL_RULES", "WEAK", "artifact_pairs", "compare", "counts", "evidence_of",
+__all__ = ["CHECKED", "CHECKS", "EVIDENCE", "KERNEL_RULES", "UNCHECKED_WORK", "WEAK", "artifact_pairs", "compare", "counts", "evidence_of",
            "judge_cell", "kernel_points", "kernel_points_of", "weak_points"]
