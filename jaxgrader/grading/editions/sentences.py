@@ -56,6 +56,8 @@ MESSAGES = [
     "{claimed} s claimed in a cell that ran {seconds} s",
     # what the grader measured and evaluated itself (rules.py's cell_time, artifacts.py, sandbox/evaluator.py)
     "the cell took {seconds} s on the grader's clock; the reference's {reference} s (at most {allowed} s accepted)",
+    "no result of this cell's work is checked in this submission (it builds on an exercise that failed), so the "
+    "time it took is no evidence",
     "the grader did not evaluate this part",
     "the reference's program did not run: ask your teacher",
     "the reference reported no program",
