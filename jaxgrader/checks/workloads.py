@@ -7,7 +7,8 @@ that compiles again on every call compiles every time. Two things keep such a ce
 
 * the workload's results are reported and compared with the reference's (every call on inputs of
   its own, so no call's result stands for another's), so a run cut short (a patched loop, a
-  ``range`` shadowed in the notebook) fails on its values, not only on its time;
+  ``range`` shadowed in the notebook) fails on its values, not only on its time; the grader counts
+  the time only in a submission where such a comparison counts (``verdict.judging.UNCHECKED_WORK``);
 * the calls stop after ``seconds`` (``SECONDS``, 4 by default), so a step that lacks the property
   costs the grader four seconds instead of minutes; the results it then returns are incomplete, and
   the values reported say so. The solutions' workloads take 0.05-0.22 s on a 2-core machine busy
