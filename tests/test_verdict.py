@@ -217,7 +217,7 @@ def test_a_cell_time_counts_only_with_checked_work():
     """A fast cell that skipped its work proves nothing: where no part of the cell compared with the reference (or
     evaluated by the grader) counts, because the exercises it builds on failed and no stand-in twin stands in, the
     time fails whatever it was; a part the kernel vouches for, or one judged by its own shape, is no check."""
-    from jaxgrader.grading.verdict.judging import UNCHECKED_WORK
+    from jaxgrader.grading.verdict.judging import UNCHECKED_WORK, UNREPORTED_WORK
 
     reference = [ref("own chain", 1.0, if_passed=["test_a"]), ref("t", 2.0, rule="cell_time", bound=3.0)]
     student = [output("own chain", 1.0), output("t", 0.0, rule="cell_time")]
@@ -230,6 +230,9 @@ def test_a_cell_time_counts_only_with_checked_work():
         parts = judge(student + [output(weak["name"], weak["value"], weak["rule"])], reference + [weak], seconds=0.1,
                       passed={"test_a": False})
         assert parts["t"]["message"] == UNCHECKED_WORK, weak["name"]
+    # a test that reports no result of its work at all: its author's mistake, said as such, for every submission
+    alone = judge([output("t", 0.0, rule="cell_time")], [ref("t", 2.0, rule="cell_time", bound=3.0)], seconds=0.1)
+    assert alone["t"]["message"] == UNREPORTED_WORK
 
 
 def test_values_are_judged_by_the_grader():

@@ -58,6 +58,7 @@ MESSAGES = [
     "the cell took {seconds} s on the grader's clock; the reference's {reference} s (at most {allowed} s accepted)",
     "no result of this cell's work is checked in this submission (it builds on an exercise that failed), so the "
     "time it took is no evidence",
+    "this test reports no result of the work it times, so its time is no evidence; ask your teacher",
     "the grader did not evaluate this part",
     "the reference's program did not run: ask your teacher",
     "the reference reported no program",

@@ -50,6 +50,8 @@ CHECKED = ("reference", "artifact")  # evidence that the work was done
 # stand-in twin stands for it), its ``cell_time`` part fails with this message.
 UNCHECKED_WORK = ("no result of this cell's work is checked in this submission (it builds on an exercise that "
                   "failed), so the time it took is no evidence")
+# ... and where the test reports no such part at all, whatever passed: the hidden test's author has to add one.
+UNREPORTED_WORK = "this test reports no result of the work it times, so its time is no evidence; ask your teacher"
 
 
 def evidence_of(ref: dict) -> str:
@@ -103,6 +105,7 @@ def judge_cell(outputs, reference: list[dict], seconds: float | None = None, pas
     evaluated (``artifacts.evaluate``).
     """
     reports, problems = parse_reports(outputs)
+    reported_work = any(evidence_of(ref) in CHECKED for ref in reference)
     reference = [ref for ref in reference if counts(ref, passed or {})]
     context = {"reference": {ref["name"]: ref for ref in reference}, "seconds": seconds,
                "artifacts": artifacts_judged or {}}
@@ -113,7 +116,7 @@ def judge_cell(outputs, reference: list[dict], seconds: float | None = None, pas
         if len(got) > 1:
             message = "reported more than once"
         elif ref["rule"] == "cell_time" and not checked:
-            message = UNCHECKED_WORK
+            message = UNCHECKED_WORK if reported_work else UNREPORTED_WORK
         else:
             message = compare(got[0] if got else None, ref, context)
         evidence = evidence_of(ref)
@@ -176,5 +179,6 @@ def kernel_points_of(source_nb, references: dict[str, list]) -> dict[str, float]
     return out
 
 
-__all__ = ["CHECKED", "CHECKS", "EVIDENCE", "KERNEL_RULES", "UNCHECKED_WORK", "WEAK", "artifact_pairs", "compare", "counts", "evidence_of",
-           "judge_cell", "kernel_points", "kernel_points_of", "weak_points"]
+__all__ = ["CHECKED", "CHECKS", "EVIDENCE", "KERNEL_RULES", "UNCHECKED_WORK", "UNREPORTED_WORK", "WEAK",
+           "artifact_pairs", "compare", "counts", "evidence_of", "judge_cell", "kernel_points", "kernel_points_of",
+           "weak_points"]
