@@ -130,3 +130,27 @@ def test_an_unmeasured_backend_uses_the_cpu_budgets_and_warns_once():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         budget("run_remeasure_tolerance", unmeasured[0])  # once per kernel
+
+
+def test_a_workload_at_a_slow_pace_stops_early_and_one_slow_call_does_not_stop_it():
+    """``workloads``: calls that keep a pace which ends past ``seconds`` stop once a quarter of them has
+    passed (not at the cap); a first call that compiles and one busy moment later do not set the pace."""
+    import time
+
+    from jaxgrader.checks import workloads
+
+    slow = workloads.calls(lambda i: time.sleep(0.02) or i, [(i,) for i in range(400)], seconds=2.0)
+    assert 10 < len(slow) < 60, len(slow)  # 400 x 20 ms = 8 s: stopped near 0.5 s (25 calls), not at 2 s (100)
+
+    def honest(i):  # compiles at the first call, meets a busy moment at the 50th
+        if i in (0, 50):
+            time.sleep(0.3)
+        return i
+
+    assert workloads.calls(honest, [(i,) for i in range(200)], seconds=2.0) == list(range(200))
+    state, outputs = workloads.chain(lambda s, b: (s + b, s), 0, [1] * 300, seconds=2.0, until=lambda: False)
+    assert (state, len(outputs)) == (300, 300)
+    made = []  # `until` stops it before a call, as a test stops a step that compiles at every call
+    state, outputs = workloads.chain(lambda s, b: (made.append(b) or s + b, s), 0, [1] * 300,
+                                     until=lambda: len(made) >= 5)
+    assert (state, len(outputs)) == (5, 5)
