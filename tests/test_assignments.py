@@ -18,7 +18,8 @@ import pytest
 from jaxgrader.grading.course.config import load_config
 from jaxgrader.grading.course.notebooks import autograded_tests, is_autograded_test, read_notebook
 from jaxgrader import course_style
-from jaxgrader.grading.trials import editions_of, forger_answers, outcomes, rates, run_trials, wrong_answers
+from jaxgrader.grading.trials import (checked_only_by_the_solution, editions_of, forger_answers, outcomes, rates,
+                                      run_trials, wrong_answers)
 from jaxgrader.grading.sandbox.seed import draw_seed
 from jaxgrader.grading.verdict.verdict import reference_stderr
 from jaxgrader.simulated.accelerator import simulated_kernels
@@ -59,6 +60,10 @@ def _trials(request, assignment, tmp_path_factory):
         # solution and release, where there is an edition. `jaxgrader trials` grades them all.
         editions = editions_of(ROOT, assignment)
         skip = [f"{kind}-{lang}" for lang in editions for kind in ("solution", "release")] if everyone else None
+        # Nor the solution where the other trial students hold each of its answers as written and must keep
+        # its points (checked_only_by_the_solution): the version lanes grade it whole (an edition's).
+        if everyone and editions and not checked_only_by_the_solution(ROOT, assignment):
+            skip.append("solution")
         only = None if everyone else [f"{kind}-{lang}" for kind in ("solution", "release") for lang in editions] or [
             "solution", "release"]
         # Under `pytest -n`, every core already runs a test group: one kernel at a time here.

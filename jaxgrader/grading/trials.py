@@ -268,6 +268,32 @@ def trial_students(root: Path, assignment: str, packed: bool = True
     return students, holds
 
 
+def checked_only_by_the_solution(root: Path, assignment: str) -> list[str]:
+    """The instructor's answers that no other trial student holds as written where it must keep their points:
+    empty when the ``solution`` student would grade nothing the others do not.
+
+    An honest rewrite must keep every point, so it checks each answer it leaves as written; a wrong-answer
+    pack must keep every test its wrong answers do not claim, so it checks an answer it holds as written
+    when that cell's tests (those its catalogued wrong answers lose) are not all claimed. The cells
+    checked are those with catalogued wrong answers (every graded exercise has four or more).
+    """
+    students, holds = trial_students(root, assignment)
+    tests_of: dict[str, set[str]] = {}
+    for wrong in wrong_answers(root, assignment):
+        tests_of.setdefault(wrong["cell"], set()).update(wrong["fails"])
+    unchecked = []
+    for nb, answers in students["solution"].items():
+        for cell, code in answers.items():
+            if cell not in tests_of:
+                continue
+            keepers = [s for s, notebooks in students.items() if (notebooks.get(nb) or {}).get(cell) == code and (
+                s.startswith("honest-") or s in holds and tests_of[cell] - set().union(*(set(w["fails"])
+                                                                                      for w in holds[s])))]
+            if not keepers:
+                unchecked.append(cell)
+    return unchecked
+
+
 def run_trials(root: Path, assignment: str, workdir: Path, only: list[str] | None = None,
                workers: int | None = None, packed: bool = True, seed: int | None = None,
                skip: list[str] | None = None) -> dict[str, TrialResult]:
