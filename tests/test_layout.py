@@ -16,7 +16,7 @@ from tests.conftest import ROOT
 
 GRADING = ROOT / "jaxgrader" / "grading"
 # Bottom first. A sub-package may import itself and the ones before it; "(top)" is the commands.
-LAYERS = ["sandbox", "verdict", "course", "classrun", "editions", "teacher", "(top)"]
+LAYERS = ["sandbox", "verdict", "course", "classrun", "editions", "teacher", "classroom", "(top)"]
 MAX_LINES = 400
 
 

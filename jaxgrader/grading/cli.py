@@ -11,6 +11,8 @@
     jaxgrader report [-a A]        # the class report per assignment (reports/<assignment>.html, .csv)
     jaxgrader similarity [-a A]    # pairs of unusually similar submissions (reports/<assignment>-similarity.html)
     jaxgrader export --format canvas|moodle|csv [-a A] [-o FILE]   # grades in an LMS's import format
+    jaxgrader review lesson3 [STUDENT ...] [--all]   # list submissions held for review; release and regrade them
+    jaxgrader classroom --roster FILE   # a JupyterHub for the class, with nbgrader's exchange (docs/classroom.md)
 """
 
 from __future__ import annotations
@@ -79,6 +81,21 @@ def main(argv: list[str] | None = None) -> int:
     export.add_argument("--format", required=True, choices=["canvas", "moodle", "csv"])
     export.add_argument("-a", "--assignment", action="append", help="only this assignment (repeatable)")
     export.add_argument("-o", "--output", type=Path, help="file to write (default: grades-<format>.csv here)")
+    classroom = sub.add_parser("classroom", help="serve the class on JupyterHub: an account per student, nbgrader's "
+                               "exchange, formgrader for the instructor (as root; docs/classroom.md)")
+    classroom.add_argument("--roster", type=Path, help="the class list, a CSV as `nbgrader db student import` reads")
+    classroom.add_argument("--demo", action="store_true", help="the demo class's students (ada, bo, cy, hana)")
+    classroom.add_argument("--instructor", help="the instructor's account (default: the course directory's owner)")
+    classroom.add_argument("--exchange", help="nbgrader's exchange root (default: /srv/nbgrader/exchange)")
+    classroom.add_argument("--state", help="the hub's own folder (default: /srv/jaxgrader/<course id>)")
+    classroom.add_argument("--ip", help="address to serve on (default: 127.0.0.1, behind an HTTPS proxy)")
+    classroom.add_argument("--port", type=int, help="port to serve on (default: 8000)")
+    classroom.add_argument("--check", action="store_true", help="check everything, change nothing, say what a start would do")
+    review = sub.add_parser("review", help="submissions held for review (code no answer needs: their cost and "
+                            "artifact parts at 0): list them, or release and grade again (docs/grading.md)")
+    review.add_argument("assignment")
+    review.add_argument("student", nargs="*", help="release these students' held submissions (none: list them)")
+    review.add_argument("--all", action="store_true", help="release every held submission of the assignment")
     args = parser.parse_args(argv)
     root = args.root.resolve()
     try:
@@ -108,6 +125,16 @@ def main(argv: list[str] | None = None) -> int:
             changed = publish(root)
             print(f"links published in {len(changed)} notebooks" + "".join(f"\n  {p.relative_to(root)}" for p in changed))
             return 0
+        if args.command == "classroom":  # jaxgrader/grading/classroom/
+            from .classroom.command import Options, run
+            from .demo import DEMO_STUDENTS, EDITION_STUDENTS
+
+            return run(root, Options(args.roster, tuple(DEMO_STUDENTS) + tuple(EDITION_STUDENTS) if args.demo else (),
+                                     args.instructor, args.exchange, args.state, args.ip, args.port, args.check))
+        if args.command == "review":  # jaxgrader/grading/review.py
+            from .review import command as review_command
+
+            return review_command(root, args.assignment, args.student, args.all)
         if args.command == "trials":
             return _trials(root, args.assignment, args.only, packed=not args.each)
         students = None
