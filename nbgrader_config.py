@@ -90,6 +90,7 @@ c.LimitedExecute.max_output_mb = 8  # outputs kept per notebook; the rest is dro
 c.Autograde.autograde_preprocessors = [
     "jaxgrader.grading.verdict.verdict.StartReferenceRun",  # the instructor's run, beside the submission's
     "jaxgrader.grading.sandbox.limits.LimitedExecute",  # in place of nbgrader.preprocessors.Execute
+    "jaxgrader.grading.verdict.holds.FindTampering",  # code no answer needs: cost and artifact parts held
     "jaxgrader.grading.verdict.verdict.Verdict",
     "nbconvert.preprocessors.sanitize.SanitizeHTML",
     "nbgrader.preprocessors.IgnorePattern",
@@ -99,6 +100,15 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
+
+# Tampering is read in the submission itself, outside the kernel (jaxgrader/grading/verdict/tampering.py,
+# docs/grading.md): a student's cell that uses what no answer in this course needs (IPython hooks and
+# magics beyond timing and plots, modules beyond the course's libraries, patched modules, the grading
+# seed, names only the hidden tests define, frames) keeps its value parts, while its cost and artifact
+# parts are held for review; the class report lists it and `jaxgrader review lessonN STUDENT` releases it.
+# The lists are settings (c.FindTampering.allowed_modules, limited_modules, environ_read, line_magics, ...):
+# c.FindTampering.allowed_modules = [..., "seaborn"]  # a module your course's answers use
+# c.FindTampering.enabled = False  # no scan, no hold
 
 # nbconvert's preprocessors are off unless enabled (nbgrader's own are on).
 c.SanitizeHTML.enabled = True

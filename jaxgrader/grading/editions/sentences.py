@@ -60,6 +60,8 @@ MESSAGES = [
     "time it took is no evidence",
     "this test reports no result of the work it times, so its time is no evidence; ask your teacher",
     "the grader did not evaluate this part",
+    "held for review: this notebook has code that no answer needs, and your teacher reads it before this check "
+    "counts ({finding})",
     "the reference's program did not run: ask your teacher",
     "the reference reported no program",
     "no exported program",

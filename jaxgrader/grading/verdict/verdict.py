@@ -231,7 +231,11 @@ class Verdict(NbGraderPreprocessor):
         passed.update({f"{g}::{p['name']}": p["passed"] for g, parts in self._parts.items() for p in parts})
         parts = judge_cell(cell.get("outputs", []), self._reference.get(gid, []), seconds, passed,
                            self._artifacts.get(gid, {}))
-        self._parts[gid] = parts
+        self._parts[gid] = parts  # later cells build on what this cell's work earned, held or not
+        hold = resources.get("jaxgrader", {}).get("hold")  # code no answer needs (holds.FindTampering)
+        if hold:
+            parts = [dict(p, passed=False, held=True, message=hold["message"])
+                     if p["passed"] and p["evidence"] in hold["evidence"] else p for p in parts]
         failed = [p for p in parts if not p["passed"]]
         if not failed:
             cell.outputs = [_summary(PASS_LINE.format(n=len(parts), s="" if len(parts) == 1 else "s"), parts)]
