@@ -38,6 +38,7 @@ class Shared:
     seed: int  # c.JaxGrader.seed of the run
     isolation: str = "bubblewrap"  # or "none"
     limit_s: float = 3600.0  # hard limit for one submission
+    released: list = dataclasses.field(default_factory=list)  # code hashes a teacher released (jaxgrader review)
 
 
 @dataclasses.dataclass
@@ -56,6 +57,7 @@ class Record:
     notebooks: dict = dataclasses.field(default_factory=dict)  # notebook -> autograded notebook, JSON text
     notes: list = dataclasses.field(default_factory=list)
     flags: list = dataclasses.field(default_factory=list)
+    held: dict = dataclasses.field(default_factory=dict)  # notebook -> {findings, hash, released} (verdict.holds)
     isolation: str = "none"
     timings: dict = dataclasses.field(default_factory=dict)
     host: str = dataclasses.field(default_factory=socket.gethostname)
@@ -91,6 +93,14 @@ class Result:
     timings: dict = dataclasses.field(default_factory=dict)  # seconds: total, setup, autograde, execute, ...
     host: str = ""  # where it was graded
     kernel_points: float = 0.0  # points earned in test cells with a part whose evidence is "kernel"
+    # notebook -> {"findings": [{cell, where, line, text, what}], "hash", "released"}: code no answer needs, whose
+    # cost and artifact parts are held for review until released (verdict/holds.py, `jaxgrader review`)
+    held: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def is_held(self) -> bool:
+        """Whether some notebook's parts are held for review (findings a teacher has not released)."""
+        return any(h.get("findings") and not h.get("released") for h in self.held.values())
 
     @classmethod
     def from_dict(cls, data: dict) -> Result:

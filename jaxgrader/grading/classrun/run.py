@@ -43,6 +43,7 @@ from .gradebook import export_grades, result_of, write_record
 from .intake import normalise_names
 from .ledger import LEDGER, WORK, Ledger, kept
 from .records import Result, Shared, Task, one_line
+from .releases import released_hashes
 from .references import (assignment_hash, generate, last_line, limit_s,  # noqa: F401
                          references_side_by_side, template_gradebook)
 from ..sandbox.seed import draw_seed
@@ -226,7 +227,8 @@ def prepare(run: Run) -> None:
         template = template_gradebook(course, assignment)
         info.setdefault("template_seconds", {})[assignment] = round(time.monotonic() - t0, 2)
         run.shared[assignment] = Shared(course.config_text, template, references[assignment], run.seed,
-                                        course.isolation, limit_s(course.config, len(course.notebooks[assignment])))
+                                        course.isolation, limit_s(course.config, len(course.notebooks[assignment])),
+                                        released=released_hashes(course.root, assignment))
     info["seed"] = run.seed
     t0 = time.monotonic()
     generate(make_api(course.config), course.assignments)

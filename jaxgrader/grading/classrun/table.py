@@ -47,4 +47,24 @@ def format_table(results: list[Result]) -> str:
     flags = [f"  {r.student}/{r.assignment}: {flag}" for r in results for flag in r.flags]
     if flags:
         lines += ["", "flagged for review (graded normally):"] + flags
+    held = [r for r in results if r.is_held]
+    if held:
+        lines += ["", "held for review (code no answer needs: cost and artifact parts at 0 until "
+                      "`jaxgrader review ASSIGNMENT STUDENT` releases them):"] + [
+            line for r in held for line in held_lines(r)]
     return "\n".join(lines)
+
+
+def held_lines(result: Result, most: int = 3) -> list[str]:
+    """A held submission's findings, one line each (at most ``most`` per notebook, then how many more)."""
+    lines = []
+    for notebook, entry in sorted(result.held.items()):
+        if entry.get("released") or not entry.get("findings"):
+            continue
+        for f in entry["findings"][:most]:
+            lines.append(f"  {result.student}/{result.assignment}: {notebook}.ipynb {f.get('where')} "
+                         f"(cell {f.get('cell')}), line {f.get('line')}: {f.get('what')}")
+        count = int(entry.get("count") or len(entry["findings"]))
+        if count > most:
+            lines.append(f"  {result.student}/{result.assignment}: {notebook}.ipynb ... and {count - most} more")
+    return lines

@@ -212,6 +212,8 @@ def _grade(task: Task, shared: Shared, record: Record) -> None:
                 return
         if shared.references is not None:
             config.Verdict.references = shared.references
+        if shared.released:  # code a teacher reviewed and released (jaxgrader review): its parts count
+            config.FindTampering.released = list(shared.released)
         config.JaxGrader.seed = shared.seed
         log = config.LimitedExecute.run_log = RunLog()
         coursedir = coursedir_of(config)
@@ -261,6 +263,7 @@ def _read_back(db_url: str, assignment: str, student: str, out_dir: Path, record
     import nbformat
     from nbgrader.api import Gradebook
 
+    from ..verdict.holds import tampering_of
     from ..verdict.verdict import parts_of
 
     with Gradebook(db_url) as gb:
@@ -279,6 +282,11 @@ def _read_back(db_url: str, assignment: str, student: str, out_dir: Path, record
         text = path.read_text(encoding="utf-8")
         record.notebooks[name] = text
         nb = nbformat.reads(text, as_version=4)
+        found = tampering_of(nb)
+        if found:
+            record.held[name] = {"hash": str(found.get("hash", "")), "released": bool(found.get("released")),
+                                 "count": int(found.get("count") or len(found["findings"])),
+                                 "findings": found["findings"][:MAX_PARTS]}
         for cell in nb.cells:
             gid = (cell.get("metadata", {}).get("nbgrader", {}) or {}).get("grade_id")
             entry = record.cells[name].get(gid)
@@ -288,7 +296,8 @@ def _read_back(db_url: str, assignment: str, student: str, out_dir: Path, record
             if errors:
                 entry["message"] = one_line(f"{errors[0].get('ename', 'Error')}: {errors[0].get('evalue', '')}")
             entry["parts"] = [{"name": one_line(p.get("name", ""), 200), "passed": bool(p.get("passed")),
-                               "message": one_line(p.get("message", ""), 300), "evidence": _evidence(p)}
+                               "message": one_line(p.get("message", ""), 300), "evidence": _evidence(p),
+                               **({"held": True} if p.get("held") else {})}
                               for p in parts_of(cell)[:MAX_PARTS] if isinstance(p, dict)]
 
 

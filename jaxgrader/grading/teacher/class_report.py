@@ -9,8 +9,8 @@ per assignment under ``reports/`` in the course (``c.ClassReport.directory``):
   test had already shown the student (the test stopped in its visible asserts before
   reaching the hidden part: the student was warned and submitted anyway);
   every check inside a test (the verdict's parts) with its own pass rate;
-* submissions that could not be graded, were flagged for review, or were graded again
-  (a rerun in a fresh kernel, a retried task); the slowest submissions and grading time;
+* submissions held for review (code no answer needs: ``held``), could not be graded, were flagged for
+  review, or were graded again (a rerun in a fresh kernel, a retried task); the slowest submissions and grading time;
 * similar submissions: pairs whose answers are unusually alike, side by side (``similarity``).
 
 It reads only what grading already wrote, so it also works after a plain
@@ -38,6 +38,7 @@ from traitlets import Integer, Unicode
 from traitlets.config import LoggingConfigurable
 
 from ..course.config import CourseError, load_config
+from .held import Held, held_rows, render_held
 
 SUMMARY = "grading-summary.json"  # written by jaxgrader grade, one record per student and assignment
 LAST_RUN = Path(".grading") / "last-run.json"
@@ -98,6 +99,7 @@ class Report:
     times: list  # (student, seconds, host), slowest first
     run: dict  # .grading/last-run.json, if any
     similar: object = None  # similarity.Found, or why it could not be computed (str)
+    held: list = dataclasses.field(default_factory=list)  # Held, by student
 
 
 @contextlib.contextmanager
@@ -121,16 +123,18 @@ def _records(root: Path, assignment: str) -> dict[str, dict]:
             and isinstance(r.get("student"), str)}
 
 
-def _verdict_cells(path: Path) -> dict:
-    """grade_id -> test cell of an autograded notebook ({} if it cannot be read)."""
+def _verdict_cells(path: Path) -> tuple[dict, dict | None]:
+    """(grade_id -> test cell, what the tampering scan wrote or None) of an autograded notebook ({}, None if it
+    cannot be read)."""
     from ..course.notebooks import NotebookError, read_notebook
+    from ..verdict.holds import tampering_of
 
     try:
         nb = read_notebook(path)
     except NotebookError:
-        return {}
+        return {}, None
     return {c.metadata.nbgrader.grade_id: c for c in nb.cells
-            if c.cell_type == "code" and c.get("metadata", {}).get("nbgrader", {}).get("grade")}
+            if c.cell_type == "code" and c.get("metadata", {}).get("nbgrader", {}).get("grade")}, tampering_of(nb)
 
 
 def _reason(message: str, failed_checks: list[dict]) -> str:
@@ -186,6 +190,7 @@ def collect(root: Path, assignment: str, config=None) -> Report:
     parts: dict[tuple[str, str], Part] = {}
     written: dict[tuple[str, str], list] = {}
     scores: dict[str, float] = {}
+    held: list[Held] = []
     with existing_gradebook(root, config) as gb:
         try:
             found = gb.find_assignment(assignment)
@@ -207,7 +212,10 @@ def collect(root: Path, assignment: str, config=None) -> Report:
             record = records.get(student, {})
             autograded = folder(coursedir, "autograded", student, assignment)
             for snb in submission.notebooks:
-                cells = _verdict_cells(autograded / f"{snb.name}.ipynb")
+                cells, found = _verdict_cells(autograded / f"{snb.name}.ipynb")
+                if found:
+                    held.append(Held(student, snb.name, found["findings"], int(found.get("count") or 0),
+                                     bool(found.get("released"))))
                 record_cells = (record.get("cells") or {}).get(snb.name) or {}
                 for grade in snb.grades:
                     key = (snb.name, grade.name)
@@ -235,7 +243,8 @@ def collect(root: Path, assignment: str, config=None) -> Report:
         errors=sorted((s, str(r.get("error", ""))) for s, r in records.items() if r.get("status") == "error"),
         flagged=sorted((s, str(f)) for s, r in records.items() for f in r.get("flags") or []),
         reruns=sorted((s, str(n)) for s, r in records.items() for n in r.get("notes") or [] if RERUN.search(str(n))),
-        times=times, run=run if isinstance(run, dict) else {}, similar=similar)
+        times=times, run=run if isinstance(run, dict) else {}, similar=similar,
+        held=sorted(held, key=lambda h: (h.released, h.student, h.notebook)))
 
 
 # --------------------------------------------------------------------------- output
@@ -312,6 +321,8 @@ def render_html(report: Report, settings: ClassReport | None = None) -> str:
                    f"{_rate(p.warned, p.failed)}</td><td>{reasons}</td></tr>")
     out.append("</table>")
 
+    if report.held:
+        out.append(render_held(report.assignment, report.held))
     for title, rows in (("Not graded", report.errors), ("Flagged for review (graded normally)", report.flagged),
                         ("Graded again", report.reruns)):
         if rows:
@@ -344,7 +355,8 @@ def _text(value: str) -> str:
 
 
 def write_csv(report: Report, path: Path) -> None:
-    """One row per test (``check`` empty), then one per check of that test."""
+    """One row per test (``check`` empty), then one per check of that test; then one per finding of a
+    submission held for review (``held.held_rows``: exercise "held for review", test the student)."""
     with open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(CSV_COLUMNS)
@@ -356,6 +368,7 @@ def write_csv(report: Report, path: Path) -> None:
                 writer.writerow([report.assignment, p.notebook, p.name, p.grade_id, _text(check), f"{p.points:g}",
                                  passed + failed, passed, f"{passed / (passed + failed):.3f}" if passed + failed
                                  else "", failed, warned, _text(top[0][0]) if top else "", top[0][1] if top else ""])
+        writer.writerows([[_text(v) for v in row] for row in held_rows(report.assignment, report.held)])
 
 
 def write_reports(root: Path, assignments: list[str] | None = None) -> list[Path]:
