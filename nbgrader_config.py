@@ -142,6 +142,7 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedb
 # pairs listed from this share of one submission's answers also in the other's, never a grade.
 # c.Similarity.threshold = 0.5
 # c.Similarity.common = 10  # a passage in more than this many submissions is shared, not copied
+# c.Similarity.long_passage = 200  # ... but one this long (normalised characters) is listed on its own: read it
 
 # LMS downloads: `nbgrader zip_collect lessonN` reads downloaded/lessonN/archive/*.zip
 # and files each notebook under submitted/<student_id>/lessonN/. The pattern below

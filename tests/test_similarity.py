@@ -160,3 +160,59 @@ def test_an_edition_placed_beside_the_assignment_is_compared_with_it(tmp_path):
     write_submission(course / "release" / "lesson1-ko", course / "submitted" / "hana" / "lesson1-ko", cy)
     assert _pairs(find_pairs(course, "lesson1")) == {frozenset(("cy", "hana (lesson1-ko)"))}
     assert _pairs(find_pairs(course, "lesson1-ko")) == {frozenset(("cy (lesson1)", "hana"))}
+
+
+# A helper cell passed round a class: longer than anything a class writes alike by itself (not the course's code).
+PASTED = '''def describe_tree(tree, indent=0):
+    """Print a pytree's structure with the shape and dtype of every leaf, one line each."""
+    lines = []
+    for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+        name = "/".join(str(getattr(k, "key", getattr(k, "idx", k))) for k in path)
+        lines.append(" " * indent + f"{name}: {getattr(leaf, 'shape', ())} {getattr(leaf, 'dtype', type(leaf).__name__)}")
+    for line in sorted(lines):
+        print(line)
+    total = sum(int(np.prod(getattr(leaf, "shape", ()))) for leaf in jax.tree_util.tree_leaves(tree))
+    print(f"{len(lines)} leaves, {total} numbers in all")
+    return len(lines)
+'''
+
+
+def test_a_long_cell_many_submissions_share_is_listed_once_with_who_has_it(tmp_path, capsys):
+    """Twelve students paste the same helper cell (more than c.Similarity.common = 10): it is left out of every
+    pair's score, so they pair with nobody, and it is listed once, as a long cell many submissions share, with
+    the twelve names; the demo class, who did not paste it, is not on it."""
+    from nbformat.v4 import new_code_cell
+
+    from jaxgrader.grading.cli import main
+    from jaxgrader.grading.course.notebooks import read_notebook
+    from jaxgrader.grading.teacher.similarity import find_pairs
+
+    course = _course(tmp_path)
+    write_class(course, "lesson1")
+    pasters = [f"p{k:02d}" for k in range(12)]
+    for k, student in enumerate(pasters):
+        nb = read_notebook(course / "release" / "lesson1" / "pure_functions.ipynb")
+        nb.cells.insert(2 + k % 3, new_code_cell(f"# from the group chat\n{PASTED}"))
+        (course / "submitted" / student / "lesson1").mkdir(parents=True)
+        nbformat.write(nb, course / "submitted" / student / "lesson1" / "pure_functions.ipynb")
+    found = find_pairs(course, "lesson1")
+    assert not {s for p in found.pairs for s in (p.a, p.b)} & set(pasters)  # pairs are scored as before
+    assert _pairs(found) == {frozenset(p) for p in itertools.combinations(NEAR_COPIES & set(found.compared), 2)}
+    assert len(found.passages) == 1, [(p.label, p.students) for p in found.passages]
+    passage = found.passages[0]
+    assert sorted(passage.students) == pasters and passage.length >= 200
+    assert "def describe_tree(tree, indent=0):" in passage.text and "return len(lines)" in passage.text
+    assert main(["--root", str(course), "similarity", "-a", "lesson1"]) == 0
+    assert f"a long passage many share: 12 submissions share {passage.length} characters" in capsys.readouterr().out
+    page = (course / "reports" / "lesson1-similarity.html").read_text()
+    assert "a long cell many submissions share: read it" in page and page.count("<details class='passage'") == 1
+    assert html_escape("def describe_tree(tree, indent=0):") in page
+    with open(course / "nbgrader_config.py", "a") as fh:
+        fh.write("\nc.Similarity.long_passage = 0\n")
+    assert find_pairs(course, "lesson1").passages == []
+
+
+def html_escape(text: str) -> str:
+    import html
+
+    return html.escape(text)

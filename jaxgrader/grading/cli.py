@@ -166,7 +166,7 @@ def _similarity(root: Path, assignments: list[str] | None) -> int:
     """Print each assignment's similar pairs and write its page (jaxgrader/grading/teacher/similarity.py); exit 0:
     a list to read, not a verdict."""
     from .teacher.class_report import ClassReport
-    from .teacher.similarity import describe, find_pairs, write_page
+    from .teacher.similarity import describe, describe_passage, find_pairs, write_page
 
     config = load_config(root)
     for assignment in assignments or assignments_in(root, config):
@@ -175,6 +175,8 @@ def _similarity(root: Path, assignments: list[str] | None) -> int:
               f"{len(found.pairs) + found.more} pairs over {found.settings.threshold:.0%}")
         for pair in found.pairs:
             print(f"  {pair.a} and {pair.b}: {describe(pair)}")
+        for passage in found.passages:  # a long cell many submissions share: read it
+            print(f"  a long passage many share: {describe_passage(passage)}")
         for who, reason in found.unreadable:
             print(f"  not compared: {who}: {reason}")
         print(f"  {write_page(found, root / ClassReport(config=config).directory)}")

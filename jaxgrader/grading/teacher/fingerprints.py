@@ -124,7 +124,6 @@ def shared_hashes(paths) -> set:
 def marked(print_: Fingerprint | None, other: set) -> str:
     """A cell as the student wrote it (its fingerprint with ``ordered=False``) as HTML, escaped, with the
     passages whose fingerprints are in ``other`` marked; None: an empty cell."""
-    import numpy as np
     from copydetect.utils import highlight_overlap
 
     if print_ is None or not print_.raw.strip():
@@ -132,8 +131,16 @@ def marked(print_: Fingerprint | None, other: set) -> str:
     slices = print_.slices(other)
     if slices is None:
         return f"<pre>{html.escape(print_.raw)}</pre>"
-    offsets = print_.offsets
-    if len(offsets):  # normalised positions back to the student's text, as copydetect's compare_files does
-        slices = slices + offsets[:, 1][np.clip(np.searchsorted(offsets[:, 0], slices), 0, len(offsets) - 1)]
-    escaped, _ = highlight_overlap(print_.raw, slices, "<mark>", "</mark>", escape_html=True)
+    escaped, _ = highlight_overlap(print_.raw, in_raw(print_, slices), "<mark>", "</mark>", escape_html=True)
     return f"<pre>{escaped}</pre>"
+
+
+def in_raw(print_: Fingerprint, slices):
+    """Slices of ``print_.filtered`` (normalised positions) as slices of ``print_.raw``, the text as written, as
+    copydetect's compare_files maps them."""
+    import numpy as np
+
+    offsets = print_.offsets
+    if not len(offsets):
+        return slices
+    return slices + offsets[:, 1][np.clip(np.searchsorted(offsets[:, 0], slices), 0, len(offsets) - 1)]

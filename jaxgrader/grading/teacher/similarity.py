@@ -12,7 +12,9 @@ whitespace and the order of a cell's definitions do not count.
 What is ignored: every cell of the release, in every edition (the setup cell, the starter code, the
 visible tests, the prompts), the course's other shared files (``c.Similarity.shared_code``: the lecture),
 and any passage found in more than ``c.Similarity.common`` submissions (MOSS's ``-m``: what a class writes
-alike is not copying).
+alike is not copying). Such a passage that is long (``c.Similarity.long_passage`` normalised characters) is
+listed on its own, once, with who has it: what a class writes alike is short, and a long cell that many
+submissions share is one they pasted (a cell passed round, which may be a hook into the grader: read it).
 
 A pair's score is the larger of its two shares: how much of A's remaining answer text is also in B's, and
 the other way round (a student who copied half of a classmate's work has half of theirs in common).
@@ -35,7 +37,7 @@ from traitlets import Float, Integer, List, Unicode
 from traitlets.config import LoggingConfigurable
 
 from ..course.config import CourseError, load_config
-from .fingerprints import Fingerprint, fingerprint, marked, shared_hashes
+from .fingerprints import Fingerprint, fingerprint, in_raw, marked, shared_hashes
 
 ADDED = "added"  # the key of the code cells a student added to a notebook
 
@@ -55,6 +57,10 @@ class Similarity(LoggingConfigurable):
                        "is: globs relative to the course, of notebooks or Python files; {assignment} is the "
                        "assignment's name (the default: its lecture).").tag(config=True)
     most = Integer(50, help="List at most this many pairs in detail (the highest scores).").tag(config=True)
+    long_passage = Integer(200, help="A passage left out as found in more than `common` submissions is listed on "
+                           "its own (once, with who has it) when it is at least this many characters of normalised "
+                           "code (nine in ten of the course's own answers are shorter): a class writes short things "
+                           "alike; a long one many share was pasted. 0: never list them.").tag(config=True)
 
 
 def check_names(config, config_file: Path) -> None:
@@ -97,6 +103,16 @@ class Pair:
 
 
 @dataclasses.dataclass
+class Passage:
+    """A long passage many submissions share (left out of every pair's score)."""
+
+    label: str  # the answer it is in (the first holder's)
+    text: str  # as the first holder wrote it
+    length: int  # characters of normalised code
+    students: list  # who has it
+
+
+@dataclasses.dataclass
 class Found:
     assignment: str
     compared: list  # who was compared
@@ -106,6 +122,7 @@ class Found:
     ignored: int  # passages left out as found in more than `common` submissions
     settings: Similarity
     seconds: float = 0.0
+    passages: list = dataclasses.field(default_factory=list)  # Passage, most shared first
 
 
 def _notebook(where: Path, name: str) -> Path:
@@ -225,6 +242,7 @@ def find_pairs(root: Path, assignment: str, config=None) -> Found:
         sub.hashes = set().union(*(p.hashes for p in sub.prints.values()))
     counts = Counter(h for sub in submissions for h in sub.hashes)
     common = {h for h, n in counts.items() if n > settings.common} if settings.common else set()
+    passages = long_passages(submissions, labels, common, settings.long_passage)
     if common:
         for sub in submissions:
             for print_ in sub.prints.values():
@@ -253,7 +271,34 @@ def find_pairs(root: Path, assignment: str, config=None) -> Found:
             pair.cells.append((labels[key], marked(as_written(a.cells.get(key)), b.hashes),
                                marked(as_written(b.cells.get(key)), a.hashes)))
     return Found(assignment, [s.name for s in submissions], unreadable, [p for p, _, _ in pairs[:settings.most]],
-                 max(0, len(pairs) - settings.most), len(common), settings, time.monotonic() - started)
+                 max(0, len(pairs) - settings.most), len(common), settings, time.monotonic() - started, passages)
+
+
+def long_passages(submissions, labels: dict, common: set, longest: int) -> list[Passage]:
+    """The stretches of at least ``longest`` normalised characters that ``common`` fingerprints cover in a
+    submission's answer, grouped across submissions (a stretch joins a group when half of the smaller one's
+    fingerprints are the other's), most shared first."""
+    import numpy as np
+
+    groups: list[tuple[set, Passage]] = []
+    for sub in submissions:
+        for key, print_ in sub.prints.items():
+            slices = print_.slices(common) if longest and common else None
+            for start, end in zip(*slices) if slices is not None else ():
+                if end - start < longest:
+                    continue
+                hashes = {h for h, where in print_.hash_idx.items() if h in common and any(start <= i < end
+                                                                                         for i in where)}
+                group = next((g for g in groups if 2 * len(g[0] & hashes) >= min(len(g[0]), len(hashes))), None)
+                if group is None:
+                    (a,), (b,) = in_raw(print_, np.array([[start], [end]])).tolist()  # as written, whole lines
+                    a, b = print_.raw.rfind("\n", 0, a) + 1, (print_.raw.find("\n", b) + 1 or len(print_.raw) + 1) - 1
+                    groups.append((hashes, Passage(labels.get(key, key), print_.raw[a:b], int(end - start),
+                                                   [sub.name])))
+                elif sub.name not in group[1].students:
+                    group[0].update(hashes)
+                    group[1].students.append(sub.name)
+    return sorted((p for _, p in groups), key=lambda p: (-len(p.students), -p.length, p.label))
 
 
 # --------------------------------------------------------------------------- output
@@ -265,6 +310,11 @@ STYLE = ("pre{margin:0;white-space:pre-wrap;font-size:.85em}mark{background:#ffd
 def describe(pair: Pair) -> str:
     return (f"{pair.score:.0%}: {pair.share_a:.0%} of {pair.a}'s answers are in {pair.b}'s, {pair.share_b:.0%} of "
             f"{pair.b}'s in {pair.a}'s ({pair.shared} characters of normalised code in common)")
+
+
+def describe_passage(passage: Passage) -> str:
+    return (f"{len(passage.students)} submissions share {passage.length} characters of normalised code in "
+            f"{passage.label}: {', '.join(passage.students)}")
 
 
 def render_section(found: Found) -> str:
@@ -279,6 +329,14 @@ def render_section(found: Found) -> str:
            "not count. A list to read, never a grade: two students may have worked from the same source.</p>"]
     if found.unreadable:
         out.append("<p>Not compared: " + e("; ".join(f"{w}: {r}" for w, r in found.unreadable)) + "</p>")
+    if found.passages:
+        out.append(f"<h3 id='long-passages'>Long passages many submissions share</h3><p>Left out of every pair's "
+                   f"score as found in more than {s.common} submissions, but {s.long_passage} characters or more "
+                   "(<code>c.Similarity.long_passage</code>): a class writes short things alike, so each of these is "
+                   "a long cell many submissions share: read it.</p>")
+        for k, p in enumerate(found.passages, 1):
+            out.append(f"<details class='passage' id='passage-{k}'><summary>{e(describe_passage(p))}</summary>"
+                       f"<pre>{e(p.text)}</pre></details>")
     if not found.pairs:
         out.append("<p id='no-similar-pairs'>No pair over the threshold.</p>")
     for k, pair in enumerate(found.pairs, 1):
