@@ -117,6 +117,9 @@ def test_the_informed_forger_gains_no_point(assignment, request, tmp_path_factor
     results = _trials(request, assignment, tmp_path_factory)
     problems = _problems(assignment, results, {"forged-release", "forged-lacking"})
     assert {"forged-release", "forged-lacking"} <= set(results) and not problems, "\n".join(problems)
+    # its code is held for review (verdict/holds.py), and nobody else's: outcomes() says so for every trial
+    assert results["forged-release"].held and results["forged-lacking"].held
+    assert not [s for s, r in results.items() if r.held and not s.startswith("forged-")]
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

@@ -203,6 +203,9 @@ def _trials(root: Path, assignment: str, only: list[str] | None, packed: bool = 
         status = "ok " if o.ok else "BAD"
         bad += not o.ok
         print(f"{o.name:40s} {status} {seen}" + (f"  {o.problem}" if o.problem else ""))
+    held = {s: t.held for s, t in results.items() if t.held}  # findings of code no answer needs (verdict/holds.py)
+    print(f"\n{assignment}: held for review: " + (", ".join(f"{s} ({n} findings)" for s, n in sorted(held.items()))
+                                                  or "nobody") + f"; {len(results) - len(held)} students not held")
     r = rates(found)
     if r["answers"]:
         print(f"\n{assignment}: {r['answers']} wrong answers; {r['lose_points']} ({r['lose_points_rate']:.0%}) "

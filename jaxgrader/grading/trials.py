@@ -89,6 +89,7 @@ class TrialResult:
     scores: dict[str, dict[str, float]]  # notebook -> grade_id -> auto score
     error: str = ""
     visible: set[str] = dataclasses.field(default_factory=set)  # test cells that stopped in their visible part
+    held: int = 0  # findings of code no answer needs, its cost and artifact parts held for review (verdict/holds.py)
 
     @property
     def lost(self) -> set[str]:
@@ -336,7 +337,8 @@ def run_trials(root: Path, assignment: str, workdir: Path, only: list[str] | Non
             graded = read_notebook(course.folder("autograded", r.student, assignment) / f"{nb}.ipynb")
             visible |= {c.metadata.nbgrader.grade_id for c in graded.cells
                         if c.metadata.get("nbgrader", {}).get("grade") and stopped_part(c) == "visible"}
-        out[r.student] = TrialResult(r.student, scores, visible=visible)
+        out[r.student] = TrialResult(r.student, scores, visible=visible, held=sum(
+            int(h.get("count") or len(h.get("findings", []))) for h in r.held.values() if not h.get("released")))
     return {n: out[n] for n in students}
 
 
@@ -378,13 +380,14 @@ def outcomes(root: Path, assignment: str, results: dict[str, TrialResult], packe
         lost_without = set().union(*(set(a["fails"]) for a in forger_answers(root, assignment)))
         r = results["forged-lacking"]
         gained = lost_without - r.lost
-        out.append(Outcome("forged-lacking", "forged-lacking", not r.error and not gained, r.lost, lost_without,
-                           problem=_last(r.error) or (f"the forger gained {sorted(gained)}" if gained else "")))
+        problem = _last(r.error) or (f"the forger gained {sorted(gained)}" if gained else "") or _held(r)
+        out.append(Outcome("forged-lacking", "forged-lacking", not problem, r.lost, lost_without, problem=problem))
     for name, expected in kinds:
         if name in results:
             r = results[name]
             problem = _last(r.error) or (f"lost {sorted(r.lost - expected)}" if r.lost - expected else
-                                         f"kept the points of {sorted(expected - r.lost)}" if expected - r.lost else "")
+                                         f"kept the points of {sorted(expected - r.lost)}" if expected - r.lost else
+                                         _held(r))
             out.append(Outcome(name, name, not problem, r.lost, expected, problem=problem))
     for student, group in holds.items():
         if student not in results:
@@ -394,7 +397,7 @@ def outcomes(root: Path, assignment: str, results: dict[str, TrialResult], packe
         extra = r.lost - union
         for answer in group:
             fails = set(answer["fails"])
-            problem = _last(r.error)
+            problem = _last(r.error) or _held(r)
             if not problem and not fails <= r.lost:
                 problem = f"kept the points of {sorted(fails - r.lost)}"
             others = [a["name"] for a in group if a is not answer]
@@ -407,6 +410,13 @@ def outcomes(root: Path, assignment: str, results: dict[str, TrialResult], packe
                                visible=bool(own_tests(answer, group, shared) & r.visible),
                                declared_visible=bool(answer.get("visible", True)), problem=problem))
     return out
+
+
+def _held(r: TrialResult) -> str:
+    """The forged students' code must be held for review (verdict/holds.py), every other's not: a problem, or ''."""
+    if r.student.startswith("forged-"):
+        return "" if r.held else "not held for review"
+    return f"held for review ({r.held} findings of code no answer needs)" if r.held else ""
 
 
 def _last(error: str) -> str:
