@@ -169,39 +169,149 @@ def whole_on_each(w, x, y):  # the right values, but every device works on the w
         return 2 * x.T @ (x @ w - y) / 16
     return shard_map(local, mesh=mesh, in_specs=(P(), P(), P()), out_specs=P())(w, x, y)
 
+@jax.jit
+def gathered(w, x, y):  # the batch split, then gathered whole onto every device: the full gradient everywhere
+    def local(w, x, y):
+        x, y = jax.lax.all_gather(x, "data", tiled=True), jax.lax.all_gather(y, "data", tiled=True)
+        return 2 * x.T @ (x @ w - y) / 16
+    unchecked = {"check_vma": False} if hasattr(jax, "shard_map") else {"check_rep": False}
+    return shard_map(local, mesh=mesh, in_specs=(P(), P("data"), P("data")), out_specs=P(), **unchecked)(w, x, y)
+
+def restored(state):  # what a restore returns, judged by its layout
+    return jax.tree.map(lambda a: a + 0, state)
+
 w, x, y = jnp.linspace(0, 1, 4), jnp.arange(64.0).reshape(16, 4) / 64, jnp.ones(16)
 split = NamedSharding(mesh, P("data"))
 found = {"sharded": exported(grad, w, jax.device_put(x, split), jax.device_put(y, split)),
          "replicated": exported(grad, w, jax.device_put(x, NamedSharding(mesh, P())), jax.device_put(y, NamedSharding(mesh, P()))),
          "by_hand": exported(by_hand, w, jax.device_put(x, split), jax.device_put(y, split)),
-         "whole_on_each": exported(whole_on_each, w, jax.device_put(x, split), jax.device_put(y, split))}
-np.savez(sys.argv[1], **{f"{k}_program": v["program"] for k, v in found.items()},
-         **{f"{k}_input{i}": a for k, v in found.items() for i, a in enumerate(v["inputs"])})
+         "whole_on_each": exported(whole_on_each, w, jax.device_put(x, split), jax.device_put(y, split)),
+         "gathered": exported(gathered, w, jax.device_put(x, split), jax.device_put(y, split)),
+         "restored_on_mesh": exported(restored, [jax.device_put(w, NamedSharding(mesh, P())), jax.device_put(x, split)]),
+         "restored_on_one": exported(restored, [jax.device_put(w), jax.device_put(x)])}
+arrays = {}
+for k, v in found.items():
+    arrays[f"{k}_program"] = v["program"]
+    for part in ("inputs", "outputs"):
+        arrays[f"{k}_{part}_n"] = np.asarray(len(v[part]))
+        arrays.update({f"{k}_{part}{i}": a for i, a in enumerate(v[part])})
+np.savez(sys.argv[1], **arrays)
 '''
 
 
-def test_programs_over_devices_are_run_there_and_their_layout_bounded(tmp_path):
-    """A data-parallel gradient exported on eight simulated devices (a process of its own: a JAX backend
-    starts once) runs in the grader's process on eight devices; a batch left replicated is told apart
-    from a split one, a shard_map's collective from none, and a shard_map that gives every device the
-    whole batch from one that splits it."""
+@pytest.fixture(scope="module")
+def over_devices(tmp_path_factory):
+    """Programs exported on eight simulated devices, in a process of its own (a JAX backend starts once)."""
     import subprocess
     import sys
 
-    out = tmp_path / "programs.npz"
+    out = tmp_path_factory.mktemp("devices") / "programs.npz"
     subprocess.run([sys.executable, "-c", EXPORT_SHARDED, str(out)], check=True, capture_output=True, timeout=300)
     with np.load(out) as data:
-        found = {k: {"program": data[f"{k}_program"], "inputs": [data[f"{k}_input{i}"] for i in range(3)]}
-                 for k in ("sharded", "replicated", "by_hand", "whole_on_each")}
+        names = {k.rsplit("_program", 1)[0] for k in data.files if k.endswith("_program")}
+        return {k: {"program": data[f"{k}_program"],
+                    **{part: [data[f"{k}_{part}{i}"] for i in range(int(data[f"{k}_{part}_n"]))]
+                       for part in ("inputs", "outputs")}} for k in names}
+
+
+def test_programs_over_devices_are_run_there_and_their_layout_bounded(over_devices):
+    """A data-parallel gradient exported on eight simulated devices runs in the grader's process on eight devices;
+    a batch left replicated is told apart from a split one, a shard_map's collective from none, and a shard_map that
+    gives every device the whole batch from one that splits it."""
+    found = over_devices
     assert _judged(found["sharded"], found["sharded"], rtol=1e-5, atol=1e-6, limits={"shardings": True})["passed"]
     replicated = _judged(found["replicated"], found["sharded"], rtol=1e-5, atol=1e-6, limits={"shardings": True})
     assert not replicated["passed"] and "laid out over devices" in replicated["message"]
     assert _judged(found["by_hand"], found["by_hand"], rtol=1e-5, atol=1e-6, limits={"collectives": True})["passed"]
-    no_collective = _judged(found["sharded"], found["by_hand"], rtol=1e-5, atol=1e-6, limits={"collectives": True})
+    no_collective = _judged(found["whole_on_each"], found["by_hand"], rtol=1e-5, atol=1e-6, limits={"collectives": True})
     assert not no_collective["passed"] and "across devices" in no_collective["message"]
     assert _judged(found["by_hand"], found["by_hand"], limits={"split_over": True})["passed"]
     whole = _judged(found["whole_on_each"], found["by_hand"], rtol=1e-5, atol=1e-6, limits={"split_over": True})
     assert not whole["passed"] and "no input is split" in whole["message"], whole
+
+
+def test_each_limit_fails_a_program_that_breaks_only_it(over_devices):
+    """Item by item, a program with the right values that breaks one limit loses the part, the reference keeps
+    it. Collectives: every kind the reference's program has must be there (a program that all-gathers the batch
+    and computes the whole gradient on every device has a collective, but not the reference's all-reduce).
+    Layouts: a state restored onto the default device is not one laid out over the mesh, even where every leaf is
+    replicated."""
+    found = over_devices
+    gathered = _judged(found["gathered"], found["by_hand"], rtol=1e-5, atol=1e-6, limits={"collectives": True})
+    assert not gathered["passed"] and "all_reduce" in gathered["message"], gathered
+    assert _judged(found["restored_on_mesh"], found["restored_on_mesh"], limits={"shardings": True})["passed"]
+    on_one = _judged(found["restored_on_one"], found["restored_on_mesh"], limits={"shardings": True})
+    assert not on_one["passed"] and "device" in on_one["message"], on_one
+
+    # operations, counted with every call written out: three spellings of an unrolled loop
+    @jax.jit
+    def step(c):
+        return jnp.sin(c) * 0.9 + 0.1
+
+    def rolled(x):
+        return jax.lax.scan(lambda c, _: (step(c), None), x, None, length=12)[0]
+
+    def python_loop_of_jitted_steps(x):
+        for _ in range(12):
+            x = step(x)
+        return x
+
+    def scan_unrolled(x):
+        return jax.lax.scan(lambda c, _: (step(c), None), x, None, length=12, unroll=True)[0]
+
+    def checkpointed_nested(x):
+        for _ in range(12):
+            x = jax.jit(jax.checkpoint(lambda c: jnp.sin(c) * 0.9 + 0.1))(x)
+        return x
+
+    x = jnp.linspace(0, 1, 5)
+    mine = exported(rolled, x)
+    assert _judged(exported(rolled, x), mine, rtol=1e-5, atol=1e-6, limits={"ops": 3})["passed"]
+    for unrolled in (python_loop_of_jitted_steps, scan_unrolled, checkpointed_nested):
+        part = _judged(exported(unrolled, x), mine, rtol=1e-5, atol=1e-6, limits={"ops": 3})
+        assert not part["passed"] and "operations" in part["message"], (unrolled.__name__, part)
+
+    # temporary memory, as XLA computes it: a deep scan's gradient that keeps every block's activations
+    def block(h, w):
+        return jnp.tanh(h @ w), None
+
+    def remat_loss(ws, h):
+        return jnp.sum(jax.lax.scan(jax.checkpoint(block), h, ws)[0])
+
+    def kept_loss(ws, h):
+        return jnp.sum(jax.lax.scan(block, h, ws)[0])
+
+    ws, h = jnp.ones((16, 64, 64)) * 0.01, jnp.ones((256, 64))
+    mine = exported(jax.grad(remat_loss), ws, h)
+    assert _judged(exported(jax.grad(remat_loss), ws, h), mine, rtol=1e-4, atol=1e-6, limits={"memory": 1.3})["passed"]
+    kept = _judged(exported(jax.grad(kept_loss), ws, h), mine, rtol=1e-4, atol=1e-6, limits={"memory": 1.3})
+    assert not kept["passed"] and "temporary memory" in kept["message"], kept
+
+
+def test_the_program_judged_is_the_one_the_function_runs():
+    """The grader runs the exported program on the inputs the test called the function with, too: a function that
+    hands over a better program than it runs (here, one that behaves otherwise when traced) loses the part."""
+    w, x = jnp.linspace(-1, 1, 12).reshape(4, 3), jnp.ones((5, 4))
+
+    class TwoFaced:
+        def __call__(self, w, x):
+            if isinstance(w, jax.core.Tracer):
+                return loss(w, x)
+            return loss(w, x) * 1.5
+
+    mine = exported(loss, w, x)
+    part = _judged(exported(TwoFaced(), w, x), mine, rtol=1e-5, atol=1e-6)
+    assert not part["passed"] and "not the program the function runs" in part["message"], part
+    bare = dict(exported(loss, w, x))
+    del bare["outputs"]  # a report without the function's own outputs: nothing ties it
+    assert not _judged(bare, mine, rtol=1e-5, atol=1e-6)["passed"]
+
+
+def _program_bytes(fn, *args) -> bytes:
+    """``fn``'s program, exported without calling ``fn`` (``exported`` calls it, as a hidden test does)."""
+    from jax import export
+
+    return bytes(export.export(jax.jit(fn))(*args).serialize())
 
 
 def test_a_program_that_never_ends_or_grows_without_bound_is_stopped():
@@ -210,11 +320,10 @@ def test_a_program_that_never_ends_or_grows_without_bound_is_stopped():
     from jaxgrader.grading.sandbox.evaluator import Job, run_programs
 
     x = jnp.ones(3)
-    forever = exported(lambda x: jax.lax.while_loop(lambda c: c[0] > -1.0, lambda c: c + 1.0, x), x)
-    (outcome,) = run_programs([Job(forever["program"].tobytes(), forever["inputs"])], sandboxed=SANDBOXED,
-                              timeout_s=15)
+    forever = _program_bytes(lambda x: jax.lax.while_loop(lambda c: c[0] > -1.0, lambda c: c + 1.0, x), x)
+    (outcome,) = run_programs([Job(forever, [np.ones(3, np.float32)])], sandboxed=SANDBOXED, timeout_s=15)
     assert "ran past 15 s" in outcome.error
-    big = exported(lambda x: jnp.broadcast_to(x[0], (16000, 16000)) * jnp.arange(16000.0), x)  # 1 GiB out
-    (outcome,) = run_programs([Job(big["program"].tobytes(), big["inputs"])], sandboxed=SANDBOXED,
-                              timeout_s=120, memory_mb=600)
+    big = _program_bytes(lambda x: jnp.broadcast_to(x[0], (16000, 16000)) * jnp.arange(16000.0), x)  # 1 GiB out
+    (outcome,) = run_programs([Job(big, [np.ones(3, np.float32)])], sandboxed=SANDBOXED, timeout_s=120,
+                              memory_mb=600)
     assert "more than 600 MiB" in outcome.error

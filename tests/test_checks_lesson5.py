@@ -103,6 +103,6 @@ def test_a_keras_models_stateless_predict_exports_and_scores_trained_variables()
     other_stats = [ntv[0] + 3.0, ntv[1] * 4.0]  # the same weights with other batch-norm statistics
     for leaves, passes in ((jax.tree.leaves([tv, ntv]), True), (jax.tree.leaves([tv, other_stats]), False)):
         got = ref("p", leaves, "scores")
-        (mine, theirs, problem), = artifacts.evaluate([(reference, got)], sandboxed=not check_sandbox())
+        (mine, theirs, problem, labels), = artifacts.evaluate([(reference, got)], sandboxed=not check_sandbox())
         assert not mine.error and not theirs.error, (mine.error, theirs.error)
-        assert (artifacts.judge_scores(reference, mine, theirs, problem) == "") is passes
+        assert (artifacts.judge_scores(reference, mine, theirs, problem, labels) == "") is passes

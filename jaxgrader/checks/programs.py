@@ -44,14 +44,17 @@ def _is_key(x) -> bool:
 
 
 def exported(fn, *args, static: dict | None = None) -> dict:
-    """``fn`` on ``args`` as a program the grader can run: ``{"program": bytes, "inputs": [arrays]}``.
+    """``fn`` on ``args`` as a program the grader can run: ``{"program": bytes, "inputs": [arrays],
+    "outputs": [arrays]}``.
 
     The arguments are flattened to arrays (PRNG keys as their key data, wrapped again inside), the
     outputs likewise, so the grader needs neither the notebook's pytree classes nor its keys;
     ``static``: keyword arguments passed as they are (e.g. ``n_steps`` of a Python loop). The program
     is whatever ``fn`` traces to under ``jax.jit`` (jitted or not: whether the student jitted ``fn`` is
     a cost, measured elsewhere); sharded arguments keep their shardings. ``inputs`` are the flat
-    arguments, from which the grader draws its own (``jaxgrader.grading.verdict.artifacts``).
+    arguments, from which the grader draws its own (``jaxgrader.grading.verdict.artifacts``);
+    ``outputs`` what ``fn`` itself returned on them, called as the notebook calls it: the grader runs the
+    program on ``inputs`` too and requires the same, so the program judged is the one the function runs.
     """
     import numpy as np
     from jax import export
@@ -70,8 +73,11 @@ def exported(fn, *args, static: dict | None = None) -> dict:
     named = [s if isinstance(s, jax.sharding.NamedSharding) else None for s in shardings]
     jitted = jax.jit(flat_fn, in_shardings=named) if any(named) else jax.jit(flat_fn)
     program = export.export(jitted)(*flat)
+    copies = jax.tree.map(lambda x: x.copy() if isinstance(x, jax.Array) else x, args)  # fn may donate them
+    returned = fn(*copies, **static)
+    outputs = [jax.random.key_data(o) if _is_key(o) else o for o in jax.tree.leaves(returned)]
     return {"program": np.frombuffer(bytes(program.serialize()), np.uint8),
-            "inputs": [np.asarray(x) for x in flat]}
+            "inputs": [np.asarray(x) for x in flat], "outputs": [np.asarray(o) for o in outputs]}
 
 
 __all__ = ["exported", "jaxpr", "lowered"]

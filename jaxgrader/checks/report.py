@@ -111,16 +111,37 @@ def seed() -> int:
         return 0
 
 
-def key(i: int = 0):
-    """A PRNG key drawn from the run's seed: the same in the student's and the reference run."""
+# Written in a hidden test cell, filled in by the grader as it runs the cell (jaxgrader.grading.sandbox.marks;
+# the same string there): a fresh value per cell and run, which no earlier cell can know.
+NONCE_MARK = "{jaxgrader-nonce}"
+
+
+def _nonce_words(nonce: str) -> list[int]:
+    """32-bit words of a nonce (32 hex digits as the grader writes them; any other text is hashed, so a cell
+    run outside grading, its mark unfilled, still draws the same values each time)."""
+    import hashlib
+
+    digits = nonce if len(nonce) == 32 and all(c in "0123456789abcdef" for c in nonce) else \
+        hashlib.sha256(nonce.encode()).hexdigest()[:32]
+    return [int(digits[k:k + 8], 16) for k in range(0, 32, 8)]
+
+
+def key(i: int = 0, nonce: str | None = None):
+    """A PRNG key drawn from the run's seed (and the cell's ``nonce``, for the inputs of a timed workload): the
+    same in the student's and the reference run."""
     import jax
 
-    return jax.random.fold_in(jax.random.key(seed()), i)
+    k = jax.random.key(seed())
+    for word in _nonce_words(nonce) if nonce is not None else ():
+        k = jax.random.fold_in(k, word)
+    return jax.random.fold_in(k, i)
 
 
-def rng(i: int = 0) -> np.random.Generator:
-    """A NumPy generator drawn from the run's seed (for data that need not be JAX arrays)."""
-    return np.random.default_rng([seed(), i])
+def rng(i: int = 0, nonce: str | None = None) -> np.random.Generator:
+    """A NumPy generator drawn from the run's seed (and the cell's ``nonce``, for the inputs of a timed
+    workload), for data that need not be JAX arrays."""
+    words = _nonce_words(nonce) if nonce is not None else []
+    return np.random.default_rng([seed(), i, *words])
 
 
 def encode(value, _depth: int = 0):
@@ -261,4 +282,4 @@ def report(name: str, value, *, rule: str = "close", rtol: float = 1e-5, atol: f
     display({MIME: payload}, raw=True)
 
 
-__all__ = ["MIME", "RULES", "encode", "key", "report", "rng", "seed"]
+__all__ = ["MIME", "NONCE_MARK", "RULES", "encode", "key", "report", "rng", "seed"]

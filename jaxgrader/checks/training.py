@@ -1,4 +1,4 @@
-"""Lesson 4's kernel-side helpers: stand-ins, a program with its nested jitted calls inlined, a compile count.
+"""Lesson 4's kernel-side helpers: stand-ins and a compile count.
 
 A test of one exercise reports the student's own chain (judged when the exercises it builds on
 passed) and the same computation with stand-ins swapped in for ``loss_fn``, ``optimizer``,
@@ -39,58 +39,6 @@ def same_values(a, b) -> bool:
             and all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b))))
 
 
-def _is_literal(v) -> bool:
-    from jax.extend.core import Literal
-
-    return isinstance(v, Literal)
-
-
-def _evaluate(jaxpr, consts, args):
-    """Evaluate ``jaxpr``, inlining every nested jitted call; loops and other primitives are bound as they are
-    (a ``scan`` keeps its body, with the calls inside it, once)."""
-    env = {}
-
-    def read(v):
-        return v.val if _is_literal(v) else env[v]
-
-    for v, x in zip(jaxpr.constvars, consts):
-        env[v] = x
-    for v, x in zip(jaxpr.invars, args):
-        env[v] = x
-    for eqn in jaxpr.eqns:
-        values = [read(v) for v in eqn.invars]
-        if eqn.primitive.name in ("pjit", "jit"):
-            inner = eqn.params["jaxpr"]
-            outs = _evaluate(inner.jaxpr, inner.consts, values)
-        else:
-            found = eqn.primitive.get_bind_params(eqn.params)  # JAX 0.7: (subfuns, params); later: params
-            subfuns, params = found if isinstance(found, tuple) else ((), found)
-            with eqn.ctx.manager:
-                outs = eqn.primitive.bind(*subfuns, *values, **params)
-            if not eqn.primitive.multiple_results:
-                outs = [outs]
-        for v, x in zip(eqn.outvars, outs):
-            if type(v).__name__ != "DropVar":
-                env[v] = x
-    return [read(v) for v in jaxpr.outvars]
-
-
-def inlined(fn):
-    """``fn`` computed with each jitted function it calls (outside loops) written out in place.
-
-    Exported (``jaxgrader.checks.programs.exported``), its program has one copy of a jitted step per
-    call: a Python loop over ``n`` batches inside ``jit`` holds ``n`` copies of the step, a
-    ``jax.lax.scan`` one, so the grader's bound on the number of operations tells them apart (a
-    program that calls a jitted step ``n`` times otherwise holds the step once and ``n`` calls of it).
-    """
-    def run(*args):
-        closed, shape = jax.make_jaxpr(fn, return_shape=True)(*args)
-        outs = _evaluate(closed.jaxpr, closed.consts, jax.tree.leaves(args))
-        return jax.tree.unflatten(jax.tree.structure(shape), outs)
-
-    return run
-
-
 def _count(event, duration, **kwargs):
     if event == COMPILE_EVENT:
         _compiles[0] += 1
@@ -106,4 +54,4 @@ def compilations() -> int:
     return _compiles[0]
 
 
-__all__ = ["compilations", "inlined", "same_values", "standin_loss_fn"]
+__all__ = ["compilations", "same_values", "standin_loss_fn"]

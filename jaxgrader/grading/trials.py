@@ -25,61 +25,21 @@ checks that the solution earns every auto-graded point, the release none, and
 each wrong answer loses the points of exactly the test cells it names in
 ``fails`` and no others.
 
-Wrong answers that replace different cells and claim different tests (except
-the tests the file declares ``shared``, e.g. a final accuracy) are *packed* into one
-trial student (``wrong-pack-<k>``, see ``pack``): that student must lose exactly the
-union of their ``fails``. A class of 100 wrong answers
-is then about as many autogrades as the exercise with the most wrong answers has, not 100.
-``pack=False`` (``jaxgrader trials --each``) grades one student per answer, to
-pin down which answer of a failing pack misbehaves.
-
-Each answer also says whether a *visible* test catches it: by default some test
-cell in its ``fails`` must stop in its visible part (the student sees the mistake
-before submitting); ``visible = false`` declares a mistake only hidden tests catch.
-
-A wrong-answers file looks like::
-
-    shared = ["test_accuracy"]       # optional: end-to-end tests many answers may share in a pack
-
-    [[answer]]
-    name = "relu-on-logits"          # short, unique
-    cell = "mlp_apply"               # grade_id of the solution cell it replaces
-    fails = ["test_mlp_apply"]       # grade_ids of test cells that must score 0
-    demo = true                      # optional: the demo student 'cy' makes this mistake
-    visible = false                  # optional: no visible test catches it (default true)
-    why = "ReLU applied to the output layer too"
-    code = '''
-    def mlp_apply(params, x): ...
-    '''
+Who the trial students are, and how wrong answers are packed, is :mod:`jaxgrader.grading.trial_students`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import shutil
-import tomllib
 from pathlib import Path
 
 from .course.config import load_config, make_api
-from .course.coursedir import Course, coursedir_of, edition_coursedir, folder, source_notebooks
-from .course.notebooks import autograded_tests, grade_id, is_solution, read_notebook, solutions_of, write_submission
-from .forger import FORGER, forged
-from .honest import honest_answers, mixed_answers
-
-
-def wrong_answers(root: Path, assignment: str) -> list[dict]:
-    """The wrong-but-plausible answers for ``assignment`` (each: name, cell, fails, code)."""
-    path = Path(root) / "demo" / "wrong-answers" / f"{assignment}.toml"
-    if not path.exists():
-        return []
-    with path.open("rb") as fh:
-        answers = tomllib.load(fh).get("answer", [])
-    for a in answers:
-        missing = {"name", "cell", "fails", "code"} - set(a)
-        if missing:
-            raise ValueError(f"{path}: answer {a.get('name', '?')!r} lacks {', '.join(sorted(missing))}")
-    return answers
-
+from .course.coursedir import Course, coursedir_of, folder, source_notebooks
+from .course.notebooks import autograded_tests, read_notebook, write_submission
+from .trial_students import (PACKED, checked_only_by_the_solution, edition_release, editions_of,  # noqa: F401
+                             forger_answers, independent_answers, is_packed, own_tests, pack, shared_tests,
+                             trial_students, wrong_answers)
 
 @dataclasses.dataclass
 class TrialResult:
@@ -106,194 +66,6 @@ def scratch_course(root: Path, dest: Path, assignment: str) -> Path:
     shutil.copytree(folder(coursedir_of(config), "source", ".", assignment),
                     folder(coursedir_of(load_config(dest)), "source", ".", assignment), dirs_exist_ok=True)
     return dest
-
-
-def independent_answers(root: Path, assignment: str) -> dict[str, str] | None:
-    """grade_id -> an answer written independently of the instructor's, correct in another way
-    (``demo/independent/<assignment>.toml``, ``[[answer]]`` entries with ``cell`` and ``code``), or None."""
-    path = Path(root) / "demo" / "independent" / f"{assignment}.toml"
-    if not path.is_file():
-        return None
-    with path.open("rb") as fh:
-        return {a["cell"]: a["code"].strip("\n") for a in tomllib.load(fh).get("answer", [])}
-
-
-def forger_answers(root: Path, assignment: str) -> list[dict]:
-    """The wrong answers the forger is typed over (top-level ``forger = ["name", ...]``): each lacks what a
-    test is named for (not jitted, recompiling, unrolled, not training, ...)."""
-    path = Path(root) / "demo" / "wrong-answers" / f"{assignment}.toml"
-    if not path.exists():
-        return []
-    with path.open("rb") as fh:
-        names = tomllib.load(fh).get("forger", [])
-    by_name = {a["name"]: a for a in wrong_answers(root, assignment)}
-    unknown = [n for n in names if n not in by_name]
-    if unknown:
-        raise ValueError(f"{path}: forger names no wrong answer {unknown}")
-    return [by_name[n] for n in names]
-
-
-def shared_tests(root: Path, assignment: str) -> set[str]:
-    """Tests the wrong-answers file declares shared (top-level ``shared = [...]``): end-to-end
-    tests, such as a final accuracy, that mistakes in many different cells break."""
-    path = Path(root) / "demo" / "wrong-answers" / f"{assignment}.toml"
-    if not path.exists():
-        return set()
-    with path.open("rb") as fh:
-        return set(tomllib.load(fh).get("shared", []))
-
-
-def own_tests(answer: dict, group: list[dict], shared: set[str] = frozenset()) -> set[str]:
-    """The failing tests ``answer`` claims that are not shared and no other answer in ``group`` claims
-    (alone in its group: every test it claims)."""
-    if len(group) == 1:
-        return set(answer["fails"])
-    others = set().union(*(set(a["fails"]) for a in group if a is not answer))
-    return set(answer["fails"]) - others - set(shared)
-
-
-def pack(answers: list[dict], shared: set[str] = frozenset()) -> list[list[dict]]:
-    """Wrong answers grouped into trial students whose mistakes can be told apart.
-
-    In a group no two answers replace the same cell, claim the same test unless it is
-    declared shared (an end-to-end accuracy test that any broken part fails), and every
-    answer keeps a failing test of its own that is not shared, so each is seen to lose
-    points. The group must still lose its shared tests, but which member lost them is
-    only told by ``--each``. Greedy, in file order.
-    """
-    groups: list[list[dict]] = []
-    for answer in answers:
-        for group in groups:
-            merged = group + [answer]
-            if (all(a["cell"] != answer["cell"] and not (set(a["fails"]) & set(answer["fails"])) - set(shared)
-                    for a in group)
-                    and all(own_tests(a, merged, shared) for a in merged)):
-                group.append(answer)
-                break
-        else:
-            groups.append([answer])
-    return groups
-
-
-def editions_of(root: Path, assignment: str) -> list[str]:
-    """The languages whose edition has this assignment's release (``<lang>/release/<assignment>``)."""
-    from .editions.catalogs import languages
-
-    coursedir = coursedir_of(load_config(root))
-    return [lang for lang in languages(Path(root))
-            if folder(edition_coursedir(coursedir, lang), "release", ".", assignment).is_dir()]
-
-
-def edition_release(root: Path, assignment: str, student: str) -> Path | None:
-    """The edition's release a trial student starts from (``solution-ko``, ``wrong-pack-2-ko``: the
-    Korean one), or None for the English."""
-    for lang in editions_of(root, assignment):
-        if student.endswith(f"-{lang}"):
-            return folder(edition_coursedir(coursedir_of(load_config(root)), lang), "release", ".", assignment)
-    return None
-
-
-PACKED = ("wrong-pack-", "honest-mixed-")  # names of students that exist only packed
-
-
-def is_packed(packed: bool, only: list[str] | None) -> bool:
-    """Whether a run asked for ``only`` these students grades packed ones: with ``only``, each wrong
-    answer and each style is a student of its own, unless a packed one is named."""
-    return packed and (only is None or any(name.startswith(PACKED) for name in only))
-
-
-def trial_students(root: Path, assignment: str, packed: bool = True
-                   ) -> tuple[dict[str, dict[str, dict[str, str] | None]], dict[str, list[dict]]]:
-    """(student -> notebook -> answers (None = release as is), student -> the wrong answers it holds).
-
-    Where the course has editions of the assignment (docs/translating.md), each also gets a
-    solution and a release student (``solution-ko``, ``release-ko``), and the packed wrong-answer
-    students take turns: every other one types its answers into an edition's release
-    (``wrong-pack-2-ko``). An edition's code is the English code (tests/test_translation.py), so its
-    wrong answers are not graded twice; each is graded once, in one edition or the other.
-    """
-    notebooks = source_notebooks(root, assignment)
-    source = folder(coursedir_of(load_config(root)), "source", ".", assignment)
-    solutions = {nb: solutions_of(read_notebook(source / f"{nb}.ipynb")) for nb in notebooks}
-    editions = editions_of(root, assignment)
-    students: dict[str, dict[str, dict[str, str] | None]] = {
-        "solution": dict(solutions),
-        "release": {nb: None for nb in notebooks},
-    }
-    for lang in editions:
-        students[f"solution-{lang}"] = dict(solutions)
-        students[f"release-{lang}"] = {nb: None for nb in notebooks}
-    turn = 0
-    for nb in notebooks:
-        cells = [(grade_id(c) or "", c.source, is_solution(c))
-                 for c in read_notebook(source / f"{nb}.ipynb").cells if c.cell_type == "code"]
-        by_style = honest_answers(cells, solutions[nb])
-        if packed and by_style:
-            by_style, turn = mixed_answers(by_style, turn)
-        for style, answers in by_style.items():
-            students.setdefault(f"honest-{style}", {n: dict(solutions[n]) for n in notebooks})[nb].update(answers)
-    independent = independent_answers(root, assignment)
-    if independent:
-        students["honest-independent"] = {nb: {**solutions[nb], **{g: a for g, a in independent.items()
-                                                                   if g in solutions[nb]}} for nb in notebooks}
-    first = next(((nb, grade_id(c)) for nb in notebooks for c in read_notebook(source / f"{nb}.ipynb").cells
-                  if is_solution(c) and c.cell_type == "code"), None)
-    lacking = forger_answers(root, assignment)
-    if first is not None:
-        nb0, gid0 = first
-        students["forged-release"] = {nb: ({gid0: FORGER} if nb == nb0 else None) for nb in notebooks}
-        if lacking:
-            filled = {nb: dict(solutions[nb]) for nb in notebooks}
-            for wrong in lacking:
-                owner = next(nb for nb in notebooks if wrong["cell"] in solutions[nb])
-                filled[owner][wrong["cell"]] = wrong["code"]
-            filled[nb0] = forged(filled[nb0], gid0)
-            students["forged-lacking"] = filled
-    turns = [None] + editions
-    answers = wrong_answers(root, assignment)
-    for wrong in answers:
-        if not any(wrong["cell"] in solutions[nb] for nb in notebooks):
-            raise ValueError(f"wrong answer {wrong['name']!r}: no solution cell {wrong['cell']!r} in {assignment}")
-    groups = pack(answers, shared_tests(root, assignment)) if packed else [[a] for a in answers]
-    holds: dict[str, list[dict]] = {}
-    for k, group in enumerate(groups, 1):
-        name = f"wrong-pack-{k}" if packed else f"wrong-{group[0]['name']}"
-        if packed and turns[k % len(turns)]:
-            name += f"-{turns[k % len(turns)]}"
-        filled = {nb: dict(solutions[nb]) for nb in notebooks}
-        for wrong in group:
-            owner = next(nb for nb in notebooks if wrong["cell"] in solutions[nb])
-            filled[owner][wrong["cell"]] = wrong["code"]
-        students[name] = filled
-        holds[name] = group
-    return students, holds
-
-
-def checked_only_by_the_solution(root: Path, assignment: str) -> list[str]:
-    """The instructor's answers that no other trial student holds as written where it must keep their points:
-    empty when the ``solution`` student would grade nothing the others do not.
-
-    An honest rewrite must keep every point, so it checks each answer it leaves as written; a wrong-answer
-    pack must keep every test its wrong answers do not claim, so it checks an answer it holds as written
-    when that cell's tests (those its catalogued wrong answers lose) are not all claimed. The cells
-    checked are those with catalogued wrong answers (every graded exercise has four or more).
-    """
-    students, holds = trial_students(root, assignment)
-    tests_of: dict[str, set[str]] = {}
-    for wrong in wrong_answers(root, assignment):
-        tests_of.setdefault(wrong["cell"], set()).update(wrong["fails"])
-    unchecked = []
-    for nb, answers in students["solution"].items():
-        for cell, code in answers.items():
-            if cell not in tests_of:
-                continue
-            keepers = [s for s, notebooks in students.items() if (notebooks.get(nb) or {}).get(cell) == code and (
-                s.startswith("honest-") or s in holds and tests_of[cell] - set().union(*(set(w["fails"])
-                                                                                      for w in holds[s])))]
-            if not keepers:
-                unchecked.append(cell)
-    return unchecked
-
 
 def run_trials(root: Path, assignment: str, workdir: Path, only: list[str] | None = None,
                workers: int | None = None, packed: bool = True, seed: int | None = None,

@@ -38,6 +38,7 @@ class Shared:
     seed: int  # c.JaxGrader.seed of the run
     isolation: str = "bubblewrap"  # or "none"
     limit_s: float = 3600.0  # hard limit for one submission
+    run_key: str = ""  # c.JaxGrader.run_key of the run (the grader's secret: nonces, held-out examples)
     released: list = dataclasses.field(default_factory=list)  # code hashes a teacher released (jaxgrader review)
 
 

@@ -46,6 +46,7 @@ from .records import Result, Shared, Task, one_line
 from .releases import released_hashes
 from .references import (assignment_hash, generate, last_line, limit_s,  # noqa: F401
                          references_side_by_side, template_gradebook)
+from ..sandbox.marks import draw_run_key
 from ..sandbox.seed import draw_seed
 from ..course.settings import settings_of
 from .table import format_table, write_summary  # noqa: F401
@@ -122,6 +123,7 @@ def grade_class(
     opts.pin = settings.pin_workers if opts.pin is None else opts.pin
     seed = next(s for s in (opts.seed, settings.seed, draw_seed()) if s is not None) % 2**31
     course.config.JaxGrader.seed = seed  # the reference run's kernels get it from here
+    course.config.JaxGrader.run_key = settings.run_key or draw_run_key()  # the reference run's nonces too
     run = Run(course, opts, chosen, seed, started=started)
     with _run_lock(course.root):
         start_backend(run)
@@ -228,6 +230,7 @@ def prepare(run: Run) -> None:
         info.setdefault("template_seconds", {})[assignment] = round(time.monotonic() - t0, 2)
         run.shared[assignment] = Shared(course.config_text, template, references[assignment], run.seed,
                                         course.isolation, limit_s(course.config, len(course.notebooks[assignment])),
+                                        course.config.JaxGrader.run_key,
                                         released=released_hashes(course.root, assignment))
     info["seed"] = run.seed
     t0 = time.monotonic()

@@ -215,6 +215,8 @@ def _grade(task: Task, shared: Shared, record: Record) -> None:
         if shared.released:  # code a teacher reviewed and released (jaxgrader review): its parts count
             config.FindTampering.released = list(shared.released)
         config.JaxGrader.seed = shared.seed
+        if shared.run_key:
+            config.JaxGrader.run_key = shared.run_key
         log = config.LimitedExecute.run_log = RunLog()
         coursedir = coursedir_of(config)
         submitted = folder(coursedir, "submitted", student, assignment)

@@ -32,6 +32,10 @@ class JaxGrader(Configurable):
                    "reads it as JAXGRADER_SEED). None: a fresh one per class run, drawn once by the "
                    "coordinator and handed to every task and to the reference run. Set it for a "
                    "reproducible run (`jaxgrader grade --seed N` does, for one run).").tag(config=True)
+    run_key = Unicode("", help="The grader's own secret of a class run (hex), never given to a kernel: each "
+                      "timed test cell's nonce (written into the cell as it runs) and the held-out examples "
+                      "scores are judged on are drawn from it (jaxgrader.grading.sandbox.marks, heldout). '': a "
+                      "fresh one per class run. Set it, with the seed, to repeat a run exactly.").tag(config=True)
 
 
 def check_section(config: Config, config_file: Path, section: type[Configurable]) -> None:

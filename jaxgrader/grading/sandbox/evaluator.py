@@ -43,36 +43,81 @@ _COLLECTIVE = re.compile(r"\bstablehlo\.(all_reduce|all_gather|reduce_scatter|al
 _MANUAL_IN = re.compile(r"sdy\.manual_computation\(.*?in_shardings=\[(.*?)\]\s*out_shardings=")
 _FULL_TO_SHARD_SHAPES = re.compile(
     r"custom_call\s*@SPMDFullToShardShape\(.*?\(tensor<([\dx]*)\w+>\)\s*->\s*tensor<([\dx]*)\w+>")
-_OP_LINE = re.compile(r"^\s*(?:%[^=]+=\s*)?\"?(?:stablehlo|chlo|mhlo|func|sdy|shardy)\.\w+", re.MULTILINE)
+_OP_LINE = re.compile(r"^\s*(?:%[^=]+=\s*)?\"?(?:stablehlo|chlo|mhlo|sdy|shardy)\.\w+", re.MULTILINE)
+_FUNC = re.compile(r"^\s*func\.func\s+(?:public\s+|private\s+)?@([\w.$-]+)")
+_CALL = re.compile(r"^\s*(?:%[^=]+=\s*)?(?:func\.)?call\s+@([\w.$-]+)")
 MAX_DEVICES = 64
 
 
 @dataclasses.dataclass
 class Job:
-    """One program to run on the given inputs (flat arrays, in the program's order)."""
+    """One program to run on the given inputs (flat arrays, in the program's order); ``also``: a second set of
+    inputs to run the same compiled program on (the kernel's own, to tie the program to what the function
+    returned there)."""
 
     program: bytes
     inputs: list[np.ndarray]
+    also: list[np.ndarray] | None = None
+    chunked: bool = False  # the last input is a batch of examples, given in the program's batch size (scores)
 
 
 @dataclasses.dataclass
 class Outcome:
-    """What running a job gave: outputs, or an error; the program's form (see ``program_form``)."""
+    """What running a job gave: outputs (and ``also_outputs`` on the job's second inputs), or an error; the
+    program's form (see ``program_form``; ``memory``: XLA's temporary bytes for the compiled program)."""
 
     outputs: list[np.ndarray] | None = None
     error: str = ""
     form: dict = dataclasses.field(default_factory=dict)
+    also_outputs: list[np.ndarray] | None = None
 
 
 def program_form(text: str) -> dict:
-    """What the grader bounds of a program, read off its module text: the entries of its largest
-    value, its operations (an unrolled loop has one copy per iteration), its while loops, the
-    collectives it has, and the mesh axes its shard_maps split an input over."""
+    """What the grader bounds of a program, read off its module text: the entries of its largest value, its
+    operations (:func:`operations`: every call written out, so an unrolled loop has one copy per iteration
+    whatever its spelling), its while loops, the collectives it has, and the mesh axes its shard_maps split an
+    input over. (Its memory is XLA's own analysis of the compiled program: ``_run_one``.)"""
     entries = [int(np.prod([int(d) for d in dims.split("x") if d])) if dims else 1
                for dims in _TENSOR.findall(text)]
-    return {"entries": max(entries, default=0), "ops": len(_OP_LINE.findall(text)),
+    return {"entries": max(entries, default=0), "ops": operations(text),
             "whiles": len(re.findall(r"\bstablehlo\.while\b", text)),
             "collectives": sorted(set(_COLLECTIVE.findall(text))), "split_over": split_over(text)}
+
+
+def operations(text: str) -> int:
+    """The operations the program runs, each call site counted with everything its callee runs.
+
+    JAX writes a nested ``jax.jit`` (and ``jax.checkpoint``, custom derivatives and some library functions) as a
+    private function and a ``call`` of it at each use, so counting the module's lines counts a Python loop of ``n``
+    jitted steps as ``n`` lines and the step once. Written out, it counts ``n`` steps, as ``scan(unroll=True)`` or
+    a plain Python loop inside one ``jit`` do; a ``while`` (a rolled scan or fori_loop) counts its body once.
+    """
+    own: dict[str, int] = {}
+    calls: dict[str, list[str]] = {}
+    current = "main"
+    for line in text.splitlines():
+        found = _FUNC.match(line)
+        if found:
+            current = found.group(1)
+            own.setdefault(current, 0)
+            calls.setdefault(current, [])
+            continue
+        callee = _CALL.search(line)
+        if callee:
+            calls.setdefault(current, []).append(callee.group(1))
+            own[current] = own.get(current, 0) + 1
+        elif _OP_LINE.match(line):
+            own[current] = own.get(current, 0) + 1
+    total: dict[str, int] = {}
+
+    def count(name: str, depth: int = 0) -> int:
+        if name not in total:
+            total[name] = 0  # a cycle (not written by JAX) counts once
+            if depth < 64:
+                total[name] = own.get(name, 0) + sum(count(c, depth + 1) for c in calls.get(name, []))
+        return total[name]
+
+    return count("main") if "main" in own else sum(own.values())
 
 
 def split_over(text: str) -> list[str]:
@@ -116,7 +161,10 @@ def run_programs(jobs: list[Job], *, sandboxed: bool = True, timeout_s: float = 
         for i, job in enumerate(jobs):
             (folder / f"program-{i}").write_bytes(job.program)
             np.savez(folder / f"inputs-{i}.npz", **{f"a{k}": np.asarray(x) for k, x in enumerate(job.inputs)})
-            listing.append({"id": i, "inputs": len(job.inputs)})
+            if job.also is not None:
+                np.savez(folder / f"also-{i}.npz", **{f"a{k}": np.asarray(x) for k, x in enumerate(job.also)})
+            listing.append({"id": i, "inputs": len(job.inputs), "also": job.also is not None,
+                            "chunked": job.chunked})
         (folder / "jobs.json").write_text(json.dumps(listing))
         for path in folder.iterdir():
             os.chmod(path, 0o644)
@@ -172,7 +220,11 @@ def _outcome(folder: Path, i: int, error: str) -> Outcome:
         return Outcome(error=str(result["error"])[:300], form=result.get("form") or {})
     with np.load(folder / f"outputs-{i}.npz", allow_pickle=False) as data:
         outputs = [data[f"a{k}"] for k in range(len(data.files))]
-    return Outcome(outputs=outputs, form=result.get("form") or {})
+    also = None
+    if (folder / f"also-outputs-{i}.npz").exists():
+        with np.load(folder / f"also-outputs-{i}.npz", allow_pickle=False) as data:
+            also = [data[f"a{k}"] for k in range(len(data.files))]
+    return Outcome(outputs=outputs, form=result.get("form") or {}, also_outputs=also)
 
 
 # --------------------------------------------------------------------------- the sandboxed process
@@ -189,7 +241,40 @@ def _read(folder: Path, i: int):
         return None, f"not a program jax.export can read ({type(exc).__name__})"
 
 
-def _run_one(folder: Path, i: int, count: int, program, text: str) -> dict:
+def _inputs(folder: Path, name: str, count: int, program) -> list:
+    """The arrays of ``name`` (an .npz of the job's), laid out over the devices as the program was exported for."""
+    import jax
+
+    with np.load(folder / name, allow_pickle=False) as data:
+        inputs = [data[f"a{k}"] for k in range(count)]
+    if program.nr_devices > 1:  # laid out over the devices as the program was exported for (else replicated)
+        mesh = _mesh_for(program)
+        everywhere = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+        inputs = [jax.device_put(x, s if s is not None else everywhere)
+                  for x, s in zip(inputs, program.in_shardings_jax(mesh))]
+    return inputs
+
+
+def _chunks(compiled, inputs: list, size: int) -> list[np.ndarray]:
+    """``compiled`` on the examples of the last input, ``size`` at a time (the last chunk padded with copies of its
+    first example): the outputs concatenated, one row per example."""
+    examples = np.asarray(inputs[-1])
+    pieces = []
+    for start in range(0, len(examples), size):
+        chunk = examples[start:start + size]
+        padded = np.concatenate([chunk, np.repeat(chunk[:1], size - len(chunk), axis=0)]) if len(chunk) < size else chunk
+        outs = [np.asarray(o) for o in _leaves_of(compiled(*inputs[:-1], padded))]
+        pieces.append([o[:len(chunk)] for o in outs])
+    return [np.concatenate(parts) for parts in zip(*pieces)]
+
+
+def _leaves_of(tree):
+    import jax
+
+    return jax.tree.leaves(tree)
+
+
+def _run_one(folder: Path, i: int, count: int, program, text: str, also: bool = False, chunked: bool = False) -> dict:
     import jax
 
     form = program_form(text)
@@ -201,25 +286,47 @@ def _run_one(folder: Path, i: int, count: int, program, text: str) -> dict:
         return {"error": problem, "form": form}
     if program.nr_devices > len(jax.devices()):
         return {"error": f"the program needs {program.nr_devices} devices", "form": form}
-    with np.load(folder / f"inputs-{i}.npz", allow_pickle=False) as data:
-        inputs = [data[f"a{k}"] for k in range(count)]
     wanted = [(tuple(a.shape), str(a.dtype)) for a in program.in_avals]
-    if [(tuple(x.shape), str(x.dtype)) for x in inputs] != wanted:
+    with np.load(folder / f"inputs-{i}.npz", allow_pickle=False) as data:
+        given = [(tuple(data[f"a{k}"].shape), str(data[f"a{k}"].dtype)) for k in range(count)]
+    if chunked and given and wanted and given[-1][0][1:] == wanted[-1][0][1:] and wanted[-1][0]:
+        given[-1] = wanted[-1] if given[-1][1] == wanted[-1][1] else given[-1]  # any number of examples
+    if given != wanted:
         return {"error": "a program for other inputs than this test's: it takes "
                          + ", ".join(f"{d}{list(s)}" for s, d in wanted)[:200], "form": form}
-    if program.nr_devices > 1:  # laid out over the devices as the program was exported for (else replicated)
-        mesh = _mesh_for(program)
-        everywhere = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
-        inputs = [jax.device_put(x, s if s is not None else everywhere)
-                  for x, s in zip(inputs, program.in_shardings_jax(mesh))]
+    inputs = _inputs(folder, f"inputs-{i}.npz", count, program)
     try:
-        outputs = program.call(*inputs)
-        outputs = [np.asarray(o) for o in jax.tree.leaves(outputs)]
+        # compiled once, here: XLA's memory analysis of the very program whose outputs are judged
+        if chunked:
+            size = program.in_avals[-1].shape[0]
+            compiled = jax.jit(program.call).lower(*inputs[:-1], np.asarray(inputs[-1])[:1].repeat(size, 0)).compile()
+            outputs = _chunks(compiled, inputs, size)
+        else:
+            compiled = jax.jit(program.call).lower(*inputs).compile()
+            outputs = [np.asarray(o) for o in jax.tree.leaves(compiled(*inputs))]
+        form["memory"] = _temporary_bytes(compiled)
+        if also:
+            again = _inputs(folder, f"also-{i}.npz", count, program)
+            if [(tuple(x.shape), str(x.dtype)) for x in again] != wanted:
+                return {"error": "the program does not take the inputs the test called the function with",
+                        "form": form}
+            also_outputs = [np.asarray(o) for o in jax.tree.leaves(compiled(*again))]
+            np.savez(folder / f"also-outputs-{i}.npz", **{f"a{k}": o for k, o in enumerate(also_outputs)})
     except Exception as exc:  # noqa: BLE001  the program failed on these inputs
         return {"error": f"the program failed on the grader's inputs ({type(exc).__name__}: {str(exc)[:120]})",
                 "form": form}
     np.savez(folder / f"outputs-{i}.npz", **{f"a{k}": o for k, o in enumerate(outputs)})
     return {"form": form}
+
+
+def _temporary_bytes(compiled) -> int | None:
+    """XLA's temporary memory for ``compiled`` (its buffers other than arguments and outputs), or None where
+    this backend does not say."""
+    try:
+        analysis = compiled.memory_analysis()
+        return None if analysis is None else int(analysis.temp_size_in_bytes)
+    except Exception:  # noqa: BLE001  not every backend or version reports it
+        return None
 
 
 def _layout(program, side: str) -> list[str]:
@@ -263,7 +370,8 @@ def main(argv: list[str] | None = None) -> int:
         i = int(job["id"])
         program, text = read[i]
         results[str(i)] = ({"error": text} if program is None
-                           else _run_one(folder, i, int(job["inputs"]), program, text))
+                           else _run_one(folder, i, int(job["inputs"]), program, text, bool(job.get("also")),
+                                        bool(job.get("chunked"))))
         (folder / "results.json").write_text(json.dumps(results))  # what is done survives a later crash
     return 0
 

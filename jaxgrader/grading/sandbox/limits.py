@@ -11,6 +11,9 @@ it per cell): past the cap outputs are dropped as they arrive, with one note, so
 the grader's own memory stays bounded whatever the kernel prints. Widget comm
 messages are ignored (grading needs no widgets, and they can redirect outputs).
 
+A test cell is sent to the kernel with its marks filled in (:mod:`jaxgrader.grading.sandbox.marks`: the
+cell's nonce, the sources a stand-in rebuilds); the notebook keeps the cell as written.
+
 The memory limit is enforced from outside the kernel: a watchdog thread sums
 the resident memory of the kernel and its children and kills the kernel when
 the sum passes the limit. Code inside the kernel cannot raise that limit.
@@ -29,6 +32,8 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Enum, Float, Instance, Integer
 from traitlets.utils.importstring import import_item
+
+from .marks import filled_cell
 
 TIME_LIMIT_ENAME = "NotebookTimeLimit"
 OUTPUT_MESSAGES = {"stream", "display_data", "execute_result", "error", "update_display_data"}
@@ -191,6 +196,9 @@ class LimitedExecute(Execute):
             log.execute_seconds += time.monotonic() - start
 
     def _preprocess(self, nb, resources, km, log: RunLog):
+        self._nb = nb
+        info = (resources or {}).get("nbgrader", {})
+        self._notebook_id = f"{info.get('assignment', '')}/{info.get('notebook', '')}"
         self._output_bytes, self._cell_bytes, self._truncated = 0, {}, set()
         self._deadline = time.monotonic() + self.notebook_timeout
         self._cell_timeout = self.timeout
@@ -230,8 +238,12 @@ class LimitedExecute(Execute):
         # durations against it (verdict: within_cell_time): code can make a cell slower, never faster.
         seconds = resources.setdefault("jaxgrader", {}).setdefault("cell_seconds", {})
         seconds.pop(index, None)
+        written = cell.source
+        sent = filled_cell(cell, self._nb, config=self.config, notebook=self._notebook_id)
         started = time.monotonic()
         try:
+            if sent is not None:
+                cell.source = sent
             cell, resources = super().preprocess_cell(cell, resources, index)
             seconds[index] = time.monotonic() - started
             timed_out = any(o.get("ename") == "CellTimeoutError" for o in cell.get("outputs", []))
@@ -251,3 +263,4 @@ class LimitedExecute(Execute):
             return cell, resources
         finally:
             self.timeout = self._cell_timeout
+            cell.source = written

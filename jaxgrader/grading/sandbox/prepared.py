@@ -271,15 +271,26 @@ def _empty(path: str) -> None:
 
 def lease(key: tuple, make) -> Zygote | None:
     """The idle zygote for ``key`` (sandbox settings), created by ``make()`` if none; None while busy
-    or after repeated failures (then kernels start fresh)."""
+    or after repeated failures (then kernels start fresh).
+
+    A new key stops the idle zygotes of other keys: a grading process serves one class run at a time, and
+    each run's sandbox differs (its held-out data, ``sandbox.heldout``), so a long-lived worker (Dask's)
+    would otherwise keep one idle prepared process per run it ever graded."""
+    stale = []
     with _pool_lock:
         zygote = _pool.get(key)
         if zygote is None:
+            stale = [k for k, z in _pool.items() if not z.busy]
+            stale = [_pool.pop(k) for k in stale]
             zygote = _pool[key] = make()
         if zygote.busy or zygote.failures >= 3:
-            return None
-        zygote.busy = True
-        return zygote
+            busy = None
+        else:
+            zygote.busy = True
+            busy = zygote
+    for old in stale:
+        old.close()
+    return busy
 
 
 def close_all() -> None:

@@ -40,7 +40,7 @@ from traitlets import Bool, Dict, Enum, Integer, List, Unicode, default
 
 from .bwrap import (SYSTEM_PATH, check_sandbox, limits_command, python_roots, read_only_paths,  # noqa: F401
                     sandbox_command)
-from . import gpu
+from . import gpu, heldout
 from .seed import ENV as SEED_ENV, seed_of
 from .kerneldirs import DIR_PREFIX, remove_tree, sweep_stale_dirs, sweep_stale_kernels  # noqa: F401
 
@@ -109,6 +109,9 @@ class SandboxedKernelManager(AsyncKernelManager):
                                "norm's rule with jnp.dot lost its part in 1 run in 20; docs/authoring.md). "
                                "'': JAX's default (faster on a TPU; hidden tests then widen their tolerances to "
                                "the measured precision). XLA:CPU ignores it.").tag(config=True)
+    hold_out = List(Unicode(), list(heldout.DATASETS), help="Data sets whose held-out examples (drawn per run) no "
+                    "grading kernel sees; scores are judged on them (jaxgrader.grading.sandbox.heldout; 'digits': "
+                    "scikit-learn's load_digits). []: kernels read the real files.").tag(config=True)
     pass_env = List(Unicode(), ["NBGRADER_EXECUTION", "JAX_PLATFORMS"],
                     help="Variables passed on from the grader's environment when set; nothing else is "
                     "(besides the kernelspec's own env).").tag(config=True)
@@ -271,8 +274,13 @@ class SandboxedKernelManager(AsyncKernelManager):
                                   dev=self._dev_binds(),
                                   chdir=scratch, tmpfs_mb=self.tmpfs_mb, as_root=self._sandboxed_as_root(),
                                   uid=self._kernel_uid(),
-                                  files=self._identity_files() if self._sandboxed_as_root() else ())
+                                  files=[*(self._identity_files() if self._sandboxed_as_root() else ()),
+                                         *self._held_out_files()])
         return limits + sandbox, {**kw, "env": {"PATH": SYSTEM_PATH}, "cwd": "/"}
+
+    def _held_out_files(self) -> list[tuple[str, str]]:
+        """(masked copy, data file) pairs bound over the data files kernels read (``hold_out``)."""
+        return heldout.masked_files(self.config) if "digits" in self.hold_out else []
 
     def _read_only(self, python: str, notebook_dir: str | None) -> list[str]:
         roots, secret = self._course_paths(notebook_dir)
@@ -306,7 +314,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         key = (python, self._sandboxed_as_root(), self.max_processes, self.max_file_size_mb, self.cpu_time_s,
                self.address_space_mb, self.tmpfs_mb, tuple(self._read_only(python, notebook_dir)),
                tuple(self._dev_binds()), self.gpu, tuple(self.preload),
-               tuple(sorted(self.kernel_env.items())))
+               tuple(sorted(self.kernel_env.items())), tuple(self._held_out_files()))
 
         def make():
             self._kernel_dir, self._uid = None, None

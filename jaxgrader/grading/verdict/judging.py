@@ -52,6 +52,10 @@ UNCHECKED_WORK = ("no result of this cell's work is checked in this submission (
                   "failed), so the time it took is no evidence")
 # ... and where the test reports no such part at all, whatever passed: the hidden test's author has to add one.
 UNREPORTED_WORK = "this test reports no result of the work it times, so its time is no evidence; ask your teacher"
+# ... and where the timed work's inputs are not drawn from the cell's nonce (``sandbox.marks``): an earlier cell
+# could have computed them from the run's seed, and a memo answered the timed calls.
+UNFRESH_WORK = ("this test's timed work does not draw its inputs from the cell's nonce, so it could have been "
+                "done before the cell ran and its time is no evidence; ask your teacher")
 
 
 def evidence_of(ref: dict) -> str:
@@ -96,13 +100,14 @@ def compare(got, ref: dict, context: dict | None = None) -> str:
 
 
 def judge_cell(outputs, reference: list[dict], seconds: float | None = None, passed: dict[str, bool] | None = None,
-               artifacts_judged: dict | None = None) -> list[dict]:
+               artifacts_judged: dict | None = None, fresh: bool = True) -> list[dict]:
     """One record per reference part that counts: {name, passed, message, evidence, kernel_measured}.
 
     ``seconds``: the cell's wall time on the grader's clock (None: not timed); ``passed``: which
     earlier test cells of this submission passed (for ``if_passed`` / ``if_failed``);
     ``artifacts_judged``: part name -> (reference's, student's outcome, problem), from :func:`artifact_pairs`
-    evaluated (``artifacts.evaluate``).
+    evaluated (``artifacts.evaluate``); ``fresh``: whether the cell draws from its nonce (its source has the
+    mark), without which its time is no evidence (:data:`UNFRESH_WORK`).
     """
     reports, problems = parse_reports(outputs)
     reported_work = any(evidence_of(ref) in CHECKED for ref in reference)
@@ -117,6 +122,8 @@ def judge_cell(outputs, reference: list[dict], seconds: float | None = None, pas
             message = "reported more than once"
         elif ref["rule"] == "cell_time" and not checked:
             message = UNCHECKED_WORK if reported_work else UNREPORTED_WORK
+        elif ref["rule"] == "cell_time" and not fresh:
+            message = UNFRESH_WORK
         else:
             message = compare(got[0] if got else None, ref, context)
         evidence = evidence_of(ref)
@@ -179,6 +186,6 @@ def kernel_points_of(source_nb, references: dict[str, list]) -> dict[str, float]
     return out
 
 
-__all__ = ["CHECKED", "CHECKS", "EVIDENCE", "KERNEL_RULES", "UNCHECKED_WORK", "UNREPORTED_WORK", "WEAK",
+__all__ = ["CHECKED", "CHECKS", "EVIDENCE", "KERNEL_RULES", "UNCHECKED_WORK", "UNFRESH_WORK", "UNREPORTED_WORK", "WEAK",
            "artifact_pairs", "compare", "counts", "evidence_of", "judge_cell", "kernel_points", "kernel_points_of",
            "weak_points"]

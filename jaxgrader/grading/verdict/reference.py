@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from .reports import parse_reports, payloads
+from ..sandbox.marks import filled_cell, run_key_of
 from ..sandbox.seed import seed_of, with_seed
 
 
@@ -21,9 +22,9 @@ class ReferenceError(RuntimeError):
     """The instructor's solution did not run cleanly: a course problem, not a student's."""
 
 
-_reference_cache: dict[tuple[str, int], tuple[dict[str, list[dict]], dict[str, str]]] = {}
+_reference_cache: dict[tuple[str, int, str], tuple[dict[str, list[dict]], dict[str, str]]] = {}
 _reference_lock = threading.Lock()
-_reference_locks: dict[tuple[str, int], threading.Lock] = {}
+_reference_locks: dict[tuple[str, int, str], threading.Lock] = {}
 
 
 def reference_reports(source_path: Path, config, seed: int | None = None) -> dict[str, list[dict]]:
@@ -33,7 +34,7 @@ def reference_reports(source_path: Path, config, seed: int | None = None) -> dic
     grading task (``c.Verdict.references``); :class:`Verdict` parses them.
 
     Runs in a kernel started the way student kernels are (the configured
-    kernel manager, so sandboxed), once per notebook content and seed per process.
+    kernel manager, so sandboxed), once per notebook content, seed and run key per process.
     Raises ReferenceError when a test cell fails on the instructor's own solution.
     """
     return _reference_run(source_path, config, seed)[0]
@@ -49,19 +50,20 @@ def reference_stderr(source_path: Path, config, seed: int | None = None) -> dict
 
 
 def _reference_run(source_path: Path, config, seed: int | None):
-    """(reports, stderr) per test cell of one reference run, cached by notebook content and seed."""
+    """(reports, stderr) per test cell of one reference run, cached by notebook content, seed and run key."""
     import nbformat
 
     seed = seed_of(config) if seed is None else seed
     text = Path(source_path).read_text(encoding="utf-8")
-    cache_key = (hashlib.sha256(text.encode()).hexdigest(), seed)
-    with _reference_lock:  # one run per notebook and seed; different notebooks run side by side
+    cache_key = (hashlib.sha256(text.encode()).hexdigest(), seed, run_key_of(config))
+    with _reference_lock:  # one run per notebook, seed and run key; different notebooks run side by side
         lock = _reference_locks.setdefault(cache_key, threading.Lock())
     with lock:
         if cache_key in _reference_cache:
             return _reference_cache[cache_key]
         nb = nbformat.reads(text, as_version=4)
-        executed = execute_reference(nb, with_seed(config, seed), assignment=Path(source_path).parent.name)
+        executed = execute_reference(nb, with_seed(config, seed), assignment=Path(source_path).parent.name,
+                                     notebook=Path(source_path).stem)
         result, stderr = {}, {}
         for index, cell in enumerate(executed.cells):
             meta = cell.get("metadata", {}).get("nbgrader", {})
@@ -115,11 +117,13 @@ def as_autograde(config):
     return config
 
 
-def execute_reference(nb, config, assignment: str | None = None):
-    """Run ``nb`` the way LimitedExecute runs a submission (same kernel manager, limits).
+def execute_reference(nb, config, assignment: str | None = None, notebook: str | None = None):
+    """Run ``nb`` the way LimitedExecute runs a submission (same kernel manager, limits, marks filled in).
 
     In a directory named after ``assignment``, as nbgrader runs a submission, so that
-    per-assignment kernel settings (``SandboxedKernelManager.xla_defaults_for``) apply alike.
+    per-assignment kernel settings (``SandboxedKernelManager.xla_defaults_for``) apply alike;
+    ``notebook`` (its name) and ``assignment`` name the cells' nonces (``sandbox.marks``), as a
+    submission's of the same notebook are named.
     """
     from nbclient import NotebookClient
     from traitlets.utils.importstring import import_item
@@ -136,13 +140,19 @@ def execute_reference(nb, config, assignment: str | None = None):
     with tempfile.TemporaryDirectory(prefix="jaxgrader-reference-") as tmp:
         cwd = os.path.join(tmp, assignment or "reference")
         os.mkdir(cwd)
-        started = {}
+        started, written = {}, {}
+        where = f"{assignment or ''}/{notebook or ''}"
 
         def before(cell, cell_index, **_):
+            sent = filled_cell(cell, nb, config=config, notebook=where)
+            if sent is not None:  # as LimitedExecute sends a submission's
+                written[cell_index], cell.source = cell.source, sent
             started[cell_index] = time.monotonic()
 
         def after(cell, cell_index, **_):  # each cell's wall time, as LimitedExecute times a submission's
             cell.metadata["jaxgrader_seconds"] = time.monotonic() - started.pop(cell_index, time.monotonic())
+            if cell_index in written:
+                cell.source = written.pop(cell_index)
 
         client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
                                 shutdown_kernel="immediate",  # as a submission's (LimitedExecute): all is in

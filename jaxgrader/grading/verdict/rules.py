@@ -182,10 +182,10 @@ def _artifact(value, ref, context) -> str:
     found = (context.get("artifacts") or {}).get(ref["name"])
     if found is None:
         return "the grader did not evaluate this part"
-    mine, theirs, problem = found
+    mine, theirs, problem, labels = found
     if ref["rule"] == "scores":
-        return artifacts.judge_scores(ref, mine, theirs, problem)
-    return artifacts.judge_program(ref, mine, theirs, problem)
+        return artifacts.judge_scores(ref, mine, theirs, problem, labels)
+    return artifacts.judge_program(ref, mine, theirs, problem, value)
 
 
 CHECKS = {"cell_time": _cell_time, "program": _artifact, "scores": _artifact, "finite": _finite, "all_equal": _all_equal, "all_distinct": _all_distinct, "falls": _falls,

@@ -33,6 +33,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Dict, Integer
 
 from . import artifacts
+from ..sandbox.marks import NONCE_MARK
 from .judging import (KERNEL_RULES, artifact_pairs, compare, evidence_of, judge_cell, kernel_points,  # noqa: F401
                       kernel_points_of, weak_points)
 from .reference import (ReferenceError, execute_reference, reference_reports,  # noqa: F401
@@ -198,7 +199,8 @@ class Verdict(NbGraderPreprocessor):
                 pairs += found
                 owners += [(meta.get("grade_id"), ref["name"]) for ref, _ in found]
         out: dict[str, dict] = {}
-        for (gid, name), result in zip(owners, artifacts.evaluate(pairs, sandboxed=self._sandboxed())):
+        for (gid, name), result in zip(owners, artifacts.evaluate(pairs, sandboxed=self._sandboxed(),
+                                                                                config=self.config)):
             out.setdefault(gid, {})[name] = result
         return out
 
@@ -230,7 +232,7 @@ class Verdict(NbGraderPreprocessor):
         passed = {g: all(p["passed"] for p in parts) for g, parts in self._parts.items()}
         passed.update({f"{g}::{p['name']}": p["passed"] for g, parts in self._parts.items() for p in parts})
         parts = judge_cell(cell.get("outputs", []), self._reference.get(gid, []), seconds, passed,
-                           self._artifacts.get(gid, {}))
+                           self._artifacts.get(gid, {}), fresh=NONCE_MARK in cell.source)
         self._parts[gid] = parts  # later cells build on what this cell's work earned, held or not
         hold = resources.get("jaxgrader", {}).get("hold")  # code no answer needs (holds.FindTampering)
         if hold:
