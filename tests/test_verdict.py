@@ -235,6 +235,19 @@ def test_a_cell_time_counts_only_with_checked_work():
     assert alone["t"]["message"] == UNREPORTED_WORK
 
 
+def test_a_cell_time_counts_only_where_the_cell_draws_from_its_nonce():
+    """A timed cell whose work the run's seed decides could have been done by an earlier cell (a memo answers the
+    timed calls): its time is no evidence, for the solution too, whatever it was. The mark is read from the cell's
+    source, which the grader holds; the kernel's own code cannot add it."""
+    from jaxgrader.grading.verdict.judging import UNFRESH_WORK
+
+    reference = [ref("work", 1.0), ref("t", 2.0, rule="cell_time", bound=3.0)]
+    student = [output("work", 1.0), output("t", 0.0, rule="cell_time")]
+    assert judge_cell(student, reference, 0.1, fresh=True)[1]["passed"]
+    stale = judge_cell(student, reference, 0.1, fresh=False)
+    assert stale[0]["passed"] and stale[1]["message"] == UNFRESH_WORK
+
+
 def test_values_are_judged_by_the_grader():
     assert _passes("finite", [1.0, 2.0], [0.0]) and not _passes("finite", [1.0, float("nan")], [0.0])
     assert not _passes("finite", True, True) and not _passes("finite", "1.0", "1.0")
