@@ -86,6 +86,7 @@ ATTACKS = [
     ("a written module imported", "import helper", 1, "imports helper"),
     ("a Python file written", "open('tqdm_fast.py', 'w').write('')", 1, "names a Python file"),
     ("a shell command", "x = 1\n!cat /proc/self/environ", 2, "runs a shell command"),
+    ("a harmless shell command", "!echo hello", 1, "runs a shell command"),
     ("%env", "%env JAX_ENABLE_X64=1", 1, "the magic %env"),
     ("a hook inside %time", "%time get_ipython().events.register('pre_run_cell', print)", 1, "get_ipython"),
     ("a hook inside %%time", "%%time\nx = 1\nIn[-1]", 3, "input history"),
@@ -101,6 +102,7 @@ HONEST = [
     "!pip install -q optax\n%pip install -U 'jax[cpu]'\n!pip install flax==0.11.2",
     "%matplotlib inline\n%config InlineBackend.figure_format = 'retina'\nimport matplotlib.pyplot as plt\nplt.plot([1])",
     "jax.jit?",
+    "!pip --version\n!pip list\n!pip show optax",
     "import os\nos.environ['KERAS_BACKEND'] = 'jax'\nFAST = bool(os.environ.get('CI') or os.getenv('NBGRADER_EXECUTION'))",
     "import dataclasses\n@dataclasses.dataclass(frozen=True)\nclass S:\n    a: int\n    def __post_init__(self):\n"
     "        object.__setattr__(self, 'a', int(self.a))",
@@ -152,6 +154,7 @@ def test_the_course_cells_are_not_read_and_a_cell_that_does_not_parse_is_no_find
     hidden tests import jaxgrader); a cell that does not parse fails on its own."""
     assert findings(SOURCE, SOURCE) == []
     assert findings(_with("def f(:\n    import sys; sys.modules"), SOURCE) == []
+    assert findings(_with("x = jax" + ".b" * 3000), SOURCE) == []  # too deep for Python to compile, too
     unlocked = _with("")
     test = next(c for c in unlocked.cells if c.metadata.get("nbgrader", {}).get("grade")
                 and not c.metadata.nbgrader.get("solution"))

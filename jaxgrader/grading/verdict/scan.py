@@ -348,7 +348,10 @@ class CellScan(ast.NodeVisitor):
             CellScan(self.n, self.v, 0, [], self.add, fixed_line=self.line(node)).run(tree)
 
     def plain_pip(self, command: str) -> bool:
-        """``pip install`` of packages by name (in the sandbox there is no network: it installs nothing)."""
+        """``pip install`` of packages by name (in the sandbox there is no network: it installs nothing), or pip
+        saying what is installed."""
+        if V.PIP_LOOKS.fullmatch(command.strip()):
+            return True
         match = V.PIP_COMMAND.match(command.strip())
         if not match:
             return False

@@ -97,7 +97,7 @@ def units(source: str, first: int = 1, magics: frozenset = frozenset(V.CELL_MAGI
         return [], [(offset + 1, f"the cell magic %%{name}, which no answer needs")]
     try:  # plain Python is what IPython runs as it is (its transforms rewrite only what is not Python)
         tree = ast.parse(body)
-    except (SyntaxError, ValueError):
+    except Exception:  # noqa: BLE001  (SyntaxError, ValueError; RecursionError: too deep for Python to run too)
         try:
             tree = ast.parse(TransformerManager().transform_cell(body))
         except Exception:  # noqa: BLE001  (SyntaxError and IPython's own): it fails on its own when run
@@ -217,7 +217,10 @@ def findings(nb, source_nb, vocabulary: Vocabulary | None = None) -> list[Findin
     vocabulary = vocabulary or Vocabulary()
     cells = [(index, where, units(source, magics=vocabulary.cell_magics)) for index, where, source in
              student_cells(nb, source_nb)]
-    names = _names([piece for _, _, (pieces, _) in cells for piece in pieces], source_nb)
+    try:
+        names = _names([piece for _, _, (pieces, _) in cells for piece in pieces], source_nb)
+    except RecursionError:  # an alias chain no answer writes
+        return [Finding(cells[0][0], cells[0][1], 1, "", "code nested too deep for the grader to read")]
     found: dict[tuple, Finding] = {}
     for index, where, (pieces, magic) in cells:
         lines = nb.cells[index].source.splitlines()
@@ -229,5 +232,8 @@ def findings(nb, source_nb, vocabulary: Vocabulary | None = None) -> list[Findin
         for line, what in magic:
             add(line, what)
         for tree, offset, original in pieces:
-            CellScan(names, vocabulary, offset, original, add).run(tree)
+            try:
+                CellScan(names, vocabulary, offset, original, add).run(tree)
+            except RecursionError:  # Python compiled it, so it runs: code no answer writes
+                add(offset + 1, "code nested too deep for the grader to read")
     return sorted(found.values(), key=lambda f: (f.cell, f.line))

@@ -58,6 +58,7 @@ CELL_MAGICS = ("time", "timeit", "capture")
 PIP_FLAGS = {"-q", "-qq", "-qqq", "--quiet", "-U", "--upgrade", "--no-deps", "--pre"}
 PIP_REQUIREMENT = re.compile(r"[A-Za-z][\w.\-]*(\[[\w,\-]+\])?([=<>!~]=?[\w.*]+(,[=<>!~]=?[\w.*]+)*)?")
 PIP_COMMAND = re.compile(r"(pip3?|python3? -m pip) install\b")
+PIP_LOOKS = re.compile(r"(pip3?|python3? -m pip) (--version|-V|list|freeze|show( [\w.\-]+)+)\s*")  # reads only
 
 # Dunder attributes an answer reads: a class's own protocol, names and versions, a wrapped function.
 SAFE_DUNDERS = frozenset({
