@@ -21,35 +21,48 @@ from nbformat.v4 import new_code_cell
 from jaxgrader.grading.course.notebooks import fill_answers, read_notebook
 
 from .conftest import ROOT
-from .test_forger import DATA, MASKS, SETUP, STEP, TRAIN, _meta, _test
 
 pytestmark = pytest.mark.slow
 
-# the timed workload draws its inputs from the cell's nonce (filled in as the cell runs; before that change, plain)
-NONCE = ('try:\n    _r = _rng(0, "{jaxgrader-nonce}")\nexcept TypeError:\n    _r = _rng(0)\n'
-         "_xs = _r.normal(size=(3000, 4)).astype(np.float32)\n")
-
 HOOK = "get_ipython().events.register('pre_run_cell', lambda info: None)  # pasted from a classmate"
+SETUP = "import jax\nimport jax.numpy as jnp\nimport numpy as np"
+ANSWERS = {
+    "step": "@jax.jit\ndef step(x):\n    for _ in range(40):\n        x = jnp.sin(x) * 0.99 + 0.01\n    return x",
+    "masks": "def masks(key):\n    return jnp.stack([jax.random.bernoulli(k, 0.5, (8, 8)) for k in jax.random.split(key, 3)])",
+    "cumulative": "def cumulative(xs):\n    return jax.lax.scan(lambda c, x: (c + x, c), jnp.zeros(xs.shape[1:]), xs)[1]",
+}
+TESTS = {  # one per kind of evidence: a cost on the grader's clock (its inputs from the cell's nonce), a value, a
+    # program the grader runs on inputs of its own
+    "test_step_cost": ('_xs = _rng(0, "{jaxgrader-nonce}").normal(size=(2000, 4)).astype(np.float32)\n'
+                       "_ys = np.stack(jax.device_get([step(_x) for _x in _xs]))\n"
+                       '_report("what 2000 calls of step computed", _ys)\n'
+                       '_report("2000 calls of step", None, rule="cell_time", bound=4)'),
+    "test_masks_values": '_report("masks of a key", masks(_key(0)), rule="equal")',
+    "test_cumulative": ("_xs = jax.device_put(_rng(3).normal(size=(24, 5)).astype(np.float32))\n"
+                        '_report("cumulative(xs)", cumulative(_xs), rtol=1e-5, atol=1e-6)\n'
+                        '_report("the program of cumulative", _exported(cumulative, _xs), rule="program", rtol=1e-5, '
+                        "atol=1e-6)"),
+}
+
+
+def _meta(**kw):
+    return {"nbgrader": {"schema_version": 3, "task": False, "grade": False, "solution": False, "locked": False, **kw}}
 
 
 def _course(root):
-    """test_forger's course with one test per kind of evidence: a cost, a value, an artifact."""
+    """A small course like tests/test_forger.py's, one test per kind of evidence."""
     from nbformat.v4 import new_markdown_cell, new_notebook
 
+    from jaxgrader.grading.cli import main
+
     cells = [new_code_cell(SETUP, metadata=_meta(locked=True, grade_id="setup"))]
-    for gid, code in (("step", STEP), ("masks", MASKS), ("train", TRAIN)):
+    for gid, code in ANSWERS.items():
         cells += [new_markdown_cell(f"## Exercise: {gid}"), new_code_cell(
             "### BEGIN SOLUTION\n" + code + "\n### END SOLUTION", metadata=_meta(solution=True, grade_id=gid))]
-    cells += [
-        _test("test_step_cost", 1, "from jaxgrader.checks.report import rng as _rng\n" + NONCE
-              + "_ys = np.stack(jax.device_get([step(_x) for _x in _xs]))\n"
-              '_report("what 3000 calls of step computed", _ys)\n_report("3000 calls of step", None, rule="cell_time", '
-              "bound=4)"),
-        _test("test_masks_values", 1, '_report("masks of a key", masks(_key(0)), rule="equal")'),
-        _test("test_train_scores", 1, DATA + '\n_w, _l = train(_x, _y)\n_report("weights", [_w], rule="scores", '
-                                            'bound=0.05, model=_exported(lambda w, x: x @ w, _w, _x), '
-                                            'data={"x": _x, "y": _y})'),
-    ]
+    cells += [new_code_cell("### BEGIN HIDDEN TESTS\nfrom jaxgrader.checks.report import key as _key, report as _report, "
+                            "rng as _rng\nfrom jaxgrader.checks.programs import exported as _exported\n" + hidden
+                            + "\n### END HIDDEN TESTS", metadata=_meta(grade=True, locked=True, points=1, grade_id=gid))
+              for gid, hidden in TESTS.items()]
     (root / "source" / "tiny").mkdir(parents=True)
     nbformat.write(new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                                       "language": "python"}}),
@@ -57,8 +70,6 @@ def _course(root):
     (root / "nbgrader_config.py").write_text((ROOT / "nbgrader_config.py").read_text()
                                              + '\nc.SandboxedKernelManager.preload = ["jax", "jax.numpy", '
                                              '"jaxgrader.checks"]\nc.JaxGrader.workers = 1\n')
-    from jaxgrader.grading.cli import main
-
     assert main(["--root", str(root), "release", "-a", "tiny"]) == 0
 
 
@@ -71,8 +82,7 @@ def test_a_pasted_hook_holds_cost_and_artifact_parts_until_the_teacher_releases_
 
     root = tmp_path / "class"
     _course(root)
-    nb = fill_answers(read_notebook(root / "release" / "tiny" / "tiny.ipynb"),
-                      {"step": STEP, "masks": MASKS, "train": TRAIN})
+    nb = fill_answers(read_notebook(root / "release" / "tiny" / "tiny.ipynb"), ANSWERS)
     nb.cells.insert(1, new_code_cell(HOOK))
     (root / "submitted" / "hooked" / "tiny").mkdir(parents=True)
     nbformat.write(nb, root / "submitted" / "hooked" / "tiny" / "tiny.ipynb")
@@ -82,7 +92,7 @@ def test_a_pasted_hook_holds_cost_and_artifact_parts_until_the_teacher_releases_
     record = _summary(root)["hooked"]
     cells = record["cells"]["tiny"]
     held = {gid for gid, cell in cells.items() if any(p.get("held") for p in cell["parts"])}
-    assert "test_step_cost" in held and held <= {"test_step_cost", "test_train_scores"}, cells
+    assert held == {"test_step_cost", "test_cumulative"}, cells
     assert cells["test_masks_values"]["score"] == 1  # the value part counts
     held_part = next(p for p in cells["test_step_cost"]["parts"] if p.get("held"))
     assert held_part["evidence"] == "cost" and held_part["message"].startswith("held for review: ")
@@ -91,7 +101,6 @@ def test_a_pasted_hook_holds_cost_and_artifact_parts_until_the_teacher_releases_
     finding = record["held"]["tiny"]["findings"][0]
     assert (finding["where"], finding["cell"], finding["line"], finding["text"]) == ("added cell", 1, 1, HOOK)
     assert not record["held"]["tiny"]["released"] and record["score"] == 1
-    before = record["score"]
     assert "held for review" in out and "hooked/tiny: tiny.ipynb added cell (cell 1), line 1: get_ipython" in out
 
     page = (root / "reports" / "tiny.html").read_text()
@@ -112,8 +121,7 @@ def test_a_pasted_hook_holds_cost_and_artifact_parts_until_the_teacher_releases_
     record = _summary(root)["hooked"]
     cells = record["cells"]["tiny"]
     assert record["held"]["tiny"]["released"] and not any(p.get("held") for c in cells.values() for p in c["parts"])
-    assert {gid for gid, cell in cells.items() if cell["score"]} == held | {"test_masks_values"}  # every point back
-    assert record["score"] == before + len(held)
+    assert record["score"] == 3  # every point back
     released = json.loads((root / ".grading" / "released.json").read_text())["tiny"]
     assert [(r["student"], r["notebook"]) for r in released.values()] == [("hooked", "tiny")]
     page = (root / "reports" / "tiny.html").read_text()
