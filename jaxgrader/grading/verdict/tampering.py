@@ -84,8 +84,6 @@ def student_cells(nb, source_nb) -> list[tuple[int, str, str]]:
 def units(source: str, first: int = 1, magics: frozenset = frozenset(V.CELL_MAGICS)):
     """(pieces, findings) of a cell: each piece (syntax tree, line offset, original lines) as IPython runs it;
     a cell magic outside ``magics`` is a finding (line, what), one inside has its body read as Python."""
-    from IPython.core.inputtransformer2 import TransformerManager
-
     lines = source.splitlines()
     skip = next((i for i, line in enumerate(lines) if line.strip()), len(lines))
     body, offset = "\n".join(lines[skip:]), first - 1 + skip
@@ -98,6 +96,8 @@ def units(source: str, first: int = 1, magics: frozenset = frozenset(V.CELL_MAGI
     try:  # plain Python is what IPython runs as it is (its transforms rewrite only what is not Python)
         tree = ast.parse(body)
     except Exception:  # noqa: BLE001  (SyntaxError, ValueError; RecursionError: too deep for Python to run too)
+        from IPython.core.inputtransformer2 import TransformerManager
+
         try:
             tree = ast.parse(TransformerManager().transform_cell(body))
         except Exception:  # noqa: BLE001  (SyntaxError and IPython's own): it fails on its own when run
