@@ -32,6 +32,8 @@ ATTACKS = [
     ("event hook", "def look(info):\n    pass\nget_ipython().events.register('pre_run_cell', look)", 3, "get_ipython"),
     ("input transformer", "shell = get_ipython()\nshell.input_transformers_post.append(str)", 1, "get_ipython"),
     ("ast transformer", "import IPython\nIPython.get_ipython().ast_transformers.append(None)", 1, "imports IPython"),
+    ("the shell from IPython.display's module", "import IPython.display\nIPython.core.getipython.get_ipython()", 2,
+     "IPython.core"),
     ("module attribute", "x = 1\njax.jit = lambda f: f", 2, "rebinds jax.jit"),
     ("submodule attribute", "import numpy as np\nnp.random.seed = print", 2, "rebinds numpy.random.seed"),
     ("alias of a module", "import jax as j\nj.numpy.sum = None", 2, "rebinds jax.numpy.sum"),
@@ -117,6 +119,9 @@ HONEST = [
     "        self.calls += 1\n        return super().__repr__()",
     "xp = jnp if True else np\nnorm = xp.linalg.norm\nvalues = jax.tree.map(jnp.sum, {'a': jnp.ones(2)})",
     "def loss(params, x):\n    '''The loss. See the lecture, section 2.'''\n    return jnp.mean(x @ params)",
+    "from IPython.display import clear_output\nimport IPython.display as ipd\nclear_output(wait=True)\n"
+    "ipd.display(jnp.ones(2))",
+    "jnp = jax.numpy\nimport numpy as np\nprint(dir(jnp)[:3], np)\nstate = TrainState(1, 2)._replace(step=2)",
 ]
 
 

@@ -61,6 +61,8 @@ class FindTampering(NbGraderPreprocessor):
                     "class run sets this; set it here only for a plain `nbgrader autograde`.").tag(config=True)
     allowed_modules = List(Unicode(), list(V.ALLOWED_MODULES), help="Modules an answer may import and use "
                            "freely; importing or using any other is a finding.").tag(config=True)
+    allowed_paths = List(Unicode(), list(V.ALLOWED_PATHS), help="Parts of other modules an answer may use (dotted "
+                         "paths: IPython.display, for clear_output).").tag(config=True)
     limited_modules = Dict(default_value={k: list(v) for k, v in V.LIMITED_MODULES.items()},
                            help="Modules an answer may use only some attributes of: module -> those attributes "
                            "(os: files and the course's environment variables; sys: versions; ...).").tag(config=True)
@@ -78,9 +80,10 @@ class FindTampering(NbGraderPreprocessor):
                        "body is read as Python.").tag(config=True)
 
     def vocabulary(self) -> Vocabulary:
-        return Vocabulary(frozenset(self.allowed_modules), {k: tuple(v) for k, v in self.limited_modules.items()},
-                          tuple(self.denied_paths), frozenset(self.environ_read), frozenset(self.environ_write),
-                          frozenset(self.jax_flags), frozenset(self.line_magics), frozenset(self.cell_magics))
+        return Vocabulary(frozenset(self.allowed_modules), tuple(self.allowed_paths),
+                          {k: tuple(v) for k, v in self.limited_modules.items()}, tuple(self.denied_paths),
+                          frozenset(self.environ_read), frozenset(self.environ_write), frozenset(self.jax_flags),
+                          frozenset(self.line_magics), frozenset(self.cell_magics))
 
     def preprocess(self, nb, resources):
         if not self.enabled:

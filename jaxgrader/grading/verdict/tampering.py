@@ -56,6 +56,7 @@ class Vocabulary:
     """What answers may use (``vocabulary``'s defaults; ``c.FindTampering.*`` changes them)."""
 
     modules: frozenset = frozenset(V.ALLOWED_MODULES)
+    paths: tuple = V.ALLOWED_PATHS
     limited: dict = dataclasses.field(default_factory=lambda: dict(V.LIMITED_MODULES))
     denied: tuple = V.DENIED_PATHS
     environ_read: frozenset = frozenset(V.ENVIRON_READ)

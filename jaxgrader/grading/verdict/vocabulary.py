@@ -24,6 +24,9 @@ ALLOWED_MODULES = (
     "json", "csv", "re", "string", "textwrap", "pprint", "heapq", "bisect", "fractions", "decimal", "contextlib",
     "io", "tempfile",
 )
+# Parts of modules outside that list which answers may use: IPython's display functions (clear_output in a
+# training loop's progress), not its shell.
+ALLOWED_PATHS = ("IPython.display",)
 # Modules an answer may import for a few attributes only: files and the variables the course's own FAST
 # line reads (os), the versions a setup prints (sys), silencing a warning (warnings), a checkpoint written
 # and read back from a file (pickle: ``loads`` of bytes in memory would run whatever a literal holds).
