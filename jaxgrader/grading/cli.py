@@ -218,10 +218,11 @@ def _trials(root: Path, assignment: str, only: list[str] | None, packed: bool = 
         print(f"{assignment}: {len(edition)} of them submitted a translated edition ({', '.join(edition)})")
     from .course.coursedir import source_notebooks
     from .course.notebooks import read_notebook
-    from .verdict.verdict import kernel_points_summary
+    from .verdict.verdict import evidence_summary, kernel_points_summary
     source = folder(coursedir_of(load_config(root)), "source", ".", assignment)
-    print(kernel_points_summary(assignment, [read_notebook(source / f"{nb}.ipynb")
-                                             for nb in source_notebooks(root, assignment)]))
+    notebooks = [read_notebook(source / f"{nb}.ipynb") for nb in source_notebooks(root, assignment)]
+    print(kernel_points_summary(assignment, notebooks))
+    print(evidence_summary(assignment, notebooks))
     return 1 if bad else 0
 
 

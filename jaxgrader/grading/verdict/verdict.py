@@ -255,39 +255,57 @@ class Verdict(NbGraderPreprocessor):
         return cell, resources
 
 
-def kernel_points_summary(assignment: str, notebooks) -> str:
-    """One line for ``jaxgrader trials``: how many of an assignment's automatic points rest on the kernel's
-    word or on shape-only evidence (``judging.WEAK``), and in which cells.
-
-    ``notebooks``: the assignment's source notebooks. Read from the hidden tests' report calls
-    (their ``rule=`` and ``evidence=``, written as literals, as the course's tests do), so it
-    costs no run; ``grading-summary.json`` has every part's evidence per record.
-    """
+def _cell_evidence(notebooks):
+    """(grade_id, points, {evidence kinds of its parts}) of every auto-graded test cell, read from the hidden tests'
+    report calls (their ``rule=`` and ``evidence=``, written as literals, as the course's tests do)."""
     import ast
 
-    total, weak, cells = 0.0, {"kernel": 0.0, "shape": 0.0}, []
     for nb in notebooks:
         for cell in nb.cells:
             meta = cell.get("metadata", {}).get("nbgrader", {})
             if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
                 continue
-            points = float(meta.get("points") or 0)
-            total += points
             hidden = cell.source.split("### BEGIN HIDDEN TESTS", 1)[-1]
             try:
                 calls = [n for n in ast.walk(ast.parse(hidden)) if isinstance(n, ast.Call)]
             except SyntaxError:
                 continue
-            parts = []
+            kinds = set()
             for call in calls:
                 words = {k.arg: k.value.value for k in call.keywords
                          if k.arg in ("rule", "evidence") and isinstance(k.value, ast.Constant)}
-                if words:
-                    parts.append({"evidence": evidence_of({"rule": words.get("rule", "close"),
-                                                           "evidence": words.get("evidence")})})
-            points_weak, weakest = weak_points(parts, points)
-            if weakest:
-                weak[weakest] += points_weak
-                cells.append(f"{meta.get('grade_id')} ({points:g}, {weakest})")
+                if words or (isinstance(call.func, ast.Name) and call.func.id == "_report"):
+                    kinds.add(evidence_of({"rule": words.get("rule", "close"), "evidence": words.get("evidence")}))
+            yield meta.get("grade_id"), float(meta.get("points") or 0), kinds
+
+
+def kernel_points_summary(assignment: str, notebooks) -> str:
+    """One line for ``jaxgrader trials``: how many of an assignment's automatic points rest on the kernel's
+    word or on shape-only evidence (``judging.WEAK``), and in which cells.
+
+    ``notebooks``: the assignment's source notebooks. Read from the hidden tests' report calls, so it
+    costs no run; ``grading-summary.json`` has every part's evidence per record.
+    """
+    total, weak, cells = 0.0, {"kernel": 0.0, "shape": 0.0}, []
+    for gid, points, kinds in _cell_evidence(notebooks):
+        total += points
+        points_weak, weakest = weak_points([{"evidence": k} for k in kinds], points)
+        if weakest:
+            weak[weakest] += points_weak
+            cells.append(f"{gid} ({points:g}, {weakest})")
     return (f"{assignment}: {weak['kernel']:g} of {total:g} automatic points rest on the kernel's word, "
             f"{weak['shape']:g} on shape-only evidence" + (f": {', '.join(cells)}" if cells else ""))
+
+
+def evidence_summary(assignment: str, notebooks) -> str:
+    """One line for ``jaxgrader trials``: the automatic points that rest on each kind of evidence the grader checks
+    outside the kernel. A test cell scores all or nothing, so its points rest on every kind its parts have: values
+    compared with the reference's, artifacts the grader evaluates itself (programs, scores), the grader's clock."""
+    total, by = 0.0, {"reference": 0.0, "artifact": 0.0, "cost": 0.0}
+    for _, points, kinds in _cell_evidence(notebooks):
+        total += points
+        for kind in by:
+            by[kind] += points if kind in kinds else 0.0
+    return (f"{assignment}: of {total:g} automatic points, {by['reference']:g} rest on values compared with the "
+            f"reference's, {by['artifact']:g} on artifacts the grader evaluates (programs, scores), "
+            f"{by['cost']:g} on the grader's clock")
