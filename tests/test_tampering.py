@@ -99,6 +99,7 @@ ATTACKS = [
 ]
 
 HONEST = [
+    "from __future__ import annotations\nimport math",
     "%time y = jnp.ones(3).sum()\n%timeit -n 3 -r 2 jnp.ones(3)",
     "%%time\ny = jnp.ones(3)\n%time z = y + 1",
     "!pip install -q optax\n%pip install -U 'jax[cpu]'\n!pip install flax==0.11.2",

@@ -15,7 +15,8 @@ from . import vocabulary as V
 from .payloads import _dunder, string_findings
 
 TYPE = "type()"  # the path of what ``type(x)`` returns: a class other code shares
-_LOOKS_ONLY = {"hasattr", "isinstance", "print", "repr", "str", "type", "id", "dir", "help", "callable", "bool", "hash"}  # builtins that only look at a module
+# builtins that only look at a module handed to them
+_LOOKS_ONLY = {"hasattr", "isinstance", "print", "repr", "str", "type", "id", "dir", "help", "callable", "bool", "hash"}
 _TIMEIT_OPTIONS = re.compile(r"^\s*((-[nrp]\s*\d+|-[tcqo])\s+)*")
 
 

@@ -22,7 +22,7 @@ ALLOWED_MODULES = (
     "pandas", "functools", "itertools", "operator", "math", "cmath", "statistics", "random", "collections",
     "dataclasses", "typing", "typing_extensions", "enum", "abc", "numbers", "copy", "time", "datetime", "pathlib",
     "json", "csv", "re", "string", "textwrap", "pprint", "heapq", "bisect", "fractions", "decimal", "contextlib",
-    "io", "tempfile",
+    "io", "tempfile", "__future__",
 )
 # Parts of modules outside that list which answers may use: IPython's display functions (clear_output in a
 # training loop's progress), not its shell.
