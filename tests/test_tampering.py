@@ -53,7 +53,8 @@ ATTACKS = [
     ("compile", "c = compile('1', 'f', 'eval')", 1, "compile"),
     ("__import__", "s = __import__('s' + 'ys')", 1, "__import__"),
     ("globals", "globals()['step'] = None", 1, "globals"),
-    ("os.environ written", "import os\nos.environ['JAX_ENABLE_X64'] = '1'", 2, "changes the environment variable"),
+    ("os.environ written", "import os\nos.environ['XLA_FLAGS'] = '--xla_backend_optimization_level=3'", 2,
+     "changes the environment variable XLA_FLAGS"),
     ("os.environ updated", "import os\nos.environ.update(A='1')", 2, "the whole environment"),
     ("the seed read", "import os\nseed = int(os.environ['JAXGRADER_SEED'])", 2, "reads the grading seed"),
     ("the seed by getenv", "import os\nseed = os.getenv('JAXGRADER_SEED')", 2, "reads the grading seed"),
@@ -107,6 +108,7 @@ HONEST = [
     "jax.jit?",
     "!pip --version\n!pip list\n!pip show optax",
     "import os\nos.environ['KERAS_BACKEND'] = 'jax'\nFAST = bool(os.environ.get('CI') or os.getenv('NBGRADER_EXECUTION'))",
+    "import os\nos.environ['XLA_PYTHON_CLIENT_PREALLOCATE'] = 'false'\nos.environ.setdefault('JAX_ENABLE_X64', '1')",
     "import dataclasses\n@dataclasses.dataclass(frozen=True)\nclass S:\n    a: int\n    def __post_init__(self):\n"
     "        object.__setattr__(self, 'a', int(self.a))",
     "f = getattr(jax.nn, 'relu')\nprint(type(f).__name__, jax.__version__, f.__name__)",

@@ -71,7 +71,7 @@ class FindTampering(NbGraderPreprocessor):
     environ_read = List(Unicode(), list(V.ENVIRON_READ), help="Environment variables an answer may read "
                         "(os.environ[...], os.environ.get, os.getenv with that literal name).").tag(config=True)
     environ_write = List(Unicode(), list(V.ENVIRON_WRITE), help="Environment variables an answer may set "
-                         "(KERAS_BACKEND before `import keras`).").tag(config=True)
+                         "(KERAS_BACKEND before `import keras`, JAX_ENABLE_X64, ...; not XLA_FLAGS).").tag(config=True)
     jax_flags = List(Unicode(), list(V.JAX_FLAGS), help="jax.config.update flags an answer may set.").tag(
         config=True)
     line_magics = List(Unicode(), list(V.LINE_MAGICS), help="IPython line magics an answer may use (%pip: "

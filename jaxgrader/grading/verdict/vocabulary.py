@@ -40,11 +40,13 @@ LIMITED_MODULES = {
 }
 # Parts of allowed modules that hook into JAX itself: listeners on every compilation, the profiler.
 DENIED_PATHS = ("jax.monitoring", "jax.profiler", "jax.experimental.compilation_cache")
-# Environment variables an answer may read (the course's FAST line, Keras's backend, lesson 6's devices)
-# and write (Keras's backend, set before ``import keras`` as the Keras guide does). JAXGRADER_SEED is the
-# grading seed.
-ENVIRON_READ = ("CI", "NBGRADER_EXECUTION", "KERAS_BACKEND", "XLA_FLAGS")
-ENVIRON_WRITE = ("KERAS_BACKEND",)
+# Environment variables an answer may write: Keras's backend (set before ``import keras``, as the Keras guide
+# does), what JAX computes with (as the allowed jax_flags choose it) and quiet or memory settings copied from GPU
+# notebooks. Not XLA_FLAGS: how XLA compiles is the grader's setting (its optimisation level). And read: those,
+# the course's FAST line's, and lesson 6's devices. JAXGRADER_SEED is the grading seed.
+ENVIRON_WRITE = ("KERAS_BACKEND", "JAX_ENABLE_X64", "JAX_PLATFORMS", "TF_CPP_MIN_LOG_LEVEL",
+                 "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION")
+ENVIRON_READ = ENVIRON_WRITE + ("CI", "NBGRADER_EXECUTION", "XLA_FLAGS")
 SEED_VARIABLE = "JAXGRADER_SEED"
 # ``jax.config.update`` flags that change what an answer computes or how it reports, not how the grader
 # times or compiles it (the persistent cache, the matmul precision and the rest are findings).
