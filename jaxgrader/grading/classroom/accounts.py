@@ -87,8 +87,8 @@ def new_password() -> str:
 
 def make_accounts(students: list[Student], home_base: str, instructor: str) -> list[str]:
     """Create the accounts that do not exist (each student's password is set on its ``Student``); make
-    every home private. Returns one line per change made to an existing account."""
-    notes = []
+    every home private, the instructor's too. Returns one line per change made to an existing account."""
+    notes = _private_home(instructor)
     for student in students:
         if student.id == instructor:
             raise CourseError(f"{student.id} is the instructor and cannot be on the roster")
@@ -102,12 +102,17 @@ def make_accounts(students: list[Student], home_base: str, instructor: str) -> l
             student.password = new_password()
             _run(["chpasswd"], stdin=f"{student.id}:{student.password}\n")
             found = account(student.id)
-        home = Path(found.pw_dir)
-        if home.is_dir() and home.stat().st_mode & 0o077:
-            os.chmod(home, 0o700)  # a fetched assignment, a cache of submissions, feedback: the student's alone
-            if student.password is None:
-                notes.append(f"{student.id}: home {home} made private (mode 0700)")
+        notes += _private_home(student.id, quiet=student.password is not None)
     return notes
+
+
+def _private_home(name: str, quiet: bool = False) -> list[str]:
+    """A home others may not enter (fetched assignments, the cache of submissions, feedback: its owner's alone)."""
+    home = Path(account(name).pw_dir)
+    if home.is_dir() and home.stat().st_mode & 0o077:
+        os.chmod(home, 0o700)
+        return [] if quiet else [f"{name}: home {home} made private (mode 0700)"]
+    return []
 
 
 def remove_account(name: str) -> None:

@@ -103,10 +103,12 @@ class CheckedCollect(ExchangeCollect):
             record = super()._path_to_record(path)
         except Exception as exc:  # a name that is no timestamp would stop the whole collect
             filename = os.path.basename(path)
+            self.log.error("Refused %s: not a submission's name (%s)", filename, exc)
             return {"username": filename.split("+")[0], "filename": filename,
                     "timestamp": datetime.datetime.min, "problem": f"not a submission's name ({exc})"}
         problem = self._problem(path, record["username"])
         if problem:
+            self.log.error("Refused %s: %s", record["filename"], problem)
             record["problem"] = problem
             record["timestamp"] = datetime.datetime.min  # never the newest of the student's
         return record
@@ -127,10 +129,7 @@ class CheckedCollect(ExchangeCollect):
         return None
 
     def copy_files(self):
-        refused = [r for r in self.src_records if r.get("problem")]
-        for record in refused:
-            self.log.error("Refused %s: %s", record["filename"], record["problem"])
-        self.src_records = [r for r in self.src_records if not r.get("problem")]
+        self.src_records = [r for r in self.src_records if not r.get("problem")]  # (each said why when found)
         super().copy_files()
 
     def do_copy(self, src, dest, log=None):

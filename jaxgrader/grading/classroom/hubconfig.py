@@ -60,7 +60,10 @@ def write_role_config(folder: Path, role: str, course_id: str, exchange_root: st
 
     server = ["c = get_config()  # noqa: F821",
               f"c.LabApp.app_settings_dir = {str(folder / 'lab-settings')!r}",
-              "c.LabApp.check_for_updates_class = 'jupyterlab.NeverCheckForUpdate'"]
+              "c.LabApp.check_for_updates_class = 'jupyterlab.NeverCheckForUpdate'",
+              # a terminal's shell is a login shell by default, and /etc/profile puts PATH back to the system's:
+              # `jaxgrader`, `nbgrader` and the course's python would not be found
+              "c.ServerApp.terminado_settings = {'shell_command': ['/bin/bash']}"]
     if role == INSTRUCTOR:  # formgrader is an iframe in the instructor's JupyterLab
         server += ["c.ServerApp.tornado_settings = {'headers': {'Content-Security-Policy': \"frame-ancestors 'self'\"}}"]
     else:
