@@ -71,6 +71,10 @@ def _plan(root: Path, options: Options):
         students = accounts.read_roster(roster if roster.is_absolute() else root / roster)
     settings.python = os.path.abspath(settings.python or sys.executable)
     environment.students_environment(settings.python, root)
+    environment.root_only(Path(sys.prefix), "the hub's Python environment")
+    if settings.hub_config:
+        settings.hub_config = str(root / settings.hub_config)
+        environment.root_only(Path(settings.hub_config), "c.Classroom.hub_config")
     if os.geteuid() != 0:
         raise CourseError("the classroom makes accounts and starts each user's server as that user: run it as root")
     return settings, course_id, found, students
@@ -112,7 +116,8 @@ def run(root: Path, options: Options, say=print) -> int:
     hubconfig.write_hub_config(hub_dir, {
         "ip": settings.ip, "port": settings.port, **ports, "python": settings.python, "course": str(root),
         "instructor": instructor.pw_name, "students": [s.id for s in students], "config": config_dirs,
-        "start_timeout": settings.start_timeout, "user_environment": dict(settings.user_environment)})
+        "start_timeout": settings.start_timeout, "user_environment": dict(settings.user_environment)},
+        extra=settings.hub_config)
 
     stop = _stop_on_signals()
     hub = processes.Classroom(proxy, settings.python, hub_dir, settings.ip, settings.port, ports["hub_port"],

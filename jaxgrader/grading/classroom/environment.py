@@ -95,3 +95,14 @@ def course_is_private(course: Path, instructor: str) -> None:
         raise CourseError(
             f"the course directory {course} is {_mode(course)}, owned by {owner}: source/, the gradebook and "
             f"autograded/ must be the instructor's alone. Run: chown -R {instructor}: {course} && chmod 700 {course}")
+
+
+def root_only(path: Path, what: str) -> None:
+    """CourseError unless ``path`` and the folders above it may be changed by root alone: the hub runs it as root,
+    so whoever could change it could run anything as root (an instructor's course directory is not such a place)."""
+    path = Path(os.path.abspath(path))
+    for part in [path, *path.parents]:
+        st = part.stat()
+        if st.st_uid != 0 or st.st_mode & 0o022 and not (part.is_dir() and st.st_mode & stat.S_ISVTX):
+            raise CourseError(f"{what} {path}: {part} is {_mode(part)}, owned by uid {st.st_uid}; the hub runs it as "
+                              "root, so only root may be able to change it (install it under /opt or /usr/local)")

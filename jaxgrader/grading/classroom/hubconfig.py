@@ -76,15 +76,18 @@ def write_role_config(folder: Path, role: str, course_id: str, exchange_root: st
     return folder
 
 
-def write_hub_config(hub_dir: Path, settings: dict) -> Path:
-    """``classroom.json`` and ``jupyterhub_config.py`` in ``hub_dir`` (root's alone: mode 0700)."""
+def write_hub_config(hub_dir: Path, settings: dict, extra: str = "") -> Path:
+    """``classroom.json`` and ``jupyterhub_config.py`` in ``hub_dir`` (root's alone: mode 0700); ``extra``, a
+    teacher's own hub configuration file, is read last."""
     hub_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(hub_dir, 0o700)
     _write(hub_dir / "classroom.json", json.dumps(settings, indent=1) + "\n", 0o600)
     config = hub_dir / "jupyterhub_config.py"
     _write(config, "# written by jaxgrader classroom: its settings are in classroom.json beside this file\n"
            "from jaxgrader.grading.classroom.hubconfig import configure\n\n"
-           f"configure(c, {str(hub_dir / 'classroom.json')!r})  # noqa: F821\n", 0o600)
+           f"configure(c, {str(hub_dir / 'classroom.json')!r})  # noqa: F821\n"
+           + (f"load_subconfig({os.path.abspath(extra)!r})  # noqa: F821  c.Classroom.hub_config\n" if extra else ""),
+           0o600)
     return config
 
 

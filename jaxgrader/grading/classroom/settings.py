@@ -43,6 +43,10 @@ class Classroom(Configurable):
     proxy_version = Unicode("5.3.0", help="The configurable-http-proxy release installed into npm_prefix.").tag(config=True)
     start_timeout = Integer(120, help="Seconds a user's JupyterLab may take to start (JupyterHub's "
                             "Spawner.start_timeout and http_timeout).").tag(config=True)
+    hub_config = Unicode("", help="A JupyterHub configuration file of your own, read after the classroom's: "
+                         "a university's OAuth in place of PAM (docs/classroom.md, 'Log in with the university's "
+                         "accounts'), a spawner with CPU and memory limits, ... The hub runs it as root: it must be root's alone "
+                         "(not in the course directory). ''; none.").tag(config=True)
     user_environment = Dict(help="Extra environment variables of every user's server and kernels, e.g. "
                             "{'JAX_PLATFORMS': 'cpu'} on a machine whose GPU students must not share.").tag(config=True)
 
