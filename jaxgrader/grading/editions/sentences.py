@@ -59,6 +59,8 @@ MESSAGES = [
     "no result of this cell's work is checked in this submission (it builds on an exercise that failed), so the "
     "time it took is no evidence",
     "this test reports no result of the work it times, so its time is no evidence; ask your teacher",
+    "this test's timed work does not draw its inputs from the cell's nonce, so it could have been done before the "
+    "cell ran and its time is no evidence; ask your teacher",
     "the grader did not evaluate this part",
     "held for review: this notebook has code that no answer needs, and your teacher reads it before this check "
     "counts ({finding})",
@@ -68,7 +70,15 @@ MESSAGES = [
     "on inputs the grader chose, the program's outputs differ from the reference program's",
     "the program holds a value of {got} entries; the reference's largest has {want}",
     "the program has {got} operations; the reference's program has {want} (a loop unrolled?)",
-    "the program's {kind} are laid out over devices as {got}; expected {want}",
+    "the program's inputs are laid out over devices as {got}; expected {want}",
+    "the program's outputs are laid out over devices as {got}; expected {want}",
+    "the program runs on {got} device(s); the reference's on {want} (its inputs laid out over the mesh)",
+    "the program needs {got} KiB of temporary memory (XLA's analysis); the reference's {want} KiB (at most {factor} "
+    "times that)",
+    "the exported program does not compute what the function returned on the test's inputs: it is not the program "
+    "the function runs",
+    "no outputs of the function itself to tie its program to",
+    "the program does not take the inputs the test called the function with",
     "the program has no {collectives} across devices; the reference's program has",
     "inside shard_map no input is split over {axes}: every device gets its inputs whole (in_specs); the reference's "
     "program splits them",

@@ -202,11 +202,12 @@ def judge_program(ref: dict, mine: Outcome | None, theirs: Outcome | None, probl
         if theirs.form.get("devices") != mine.form.get("devices"):
             return (f"the program runs on {theirs.form.get('devices')} device(s); the reference's on "
                     f"{mine.form.get('devices')} (its inputs laid out over the mesh)")
-        for side in ("in_shardings", "out_shardings"):
-            if theirs.form.get(side) != mine.form.get(side):
-                kind = "inputs" if side == "in_shardings" else "outputs"
-                return (f"the program's {kind} are laid out over devices as {theirs.form.get(side)}; "
-                        f"expected {mine.form.get(side)}")[:300]
+        if theirs.form.get("in_shardings") != mine.form.get("in_shardings"):
+            return (f"the program's inputs are laid out over devices as {theirs.form.get('in_shardings')}; "
+                    f"expected {mine.form.get('in_shardings')}")[:300]
+        if theirs.form.get("out_shardings") != mine.form.get("out_shardings"):
+            return (f"the program's outputs are laid out over devices as {theirs.form.get('out_shardings')}; "
+                    f"expected {mine.form.get('out_shardings')}")[:300]
     return ""
 
 
