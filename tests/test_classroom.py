@@ -526,6 +526,8 @@ def term(classroom, browser, tmp_path_factory):
             pages[name] = contexts[name].new_page()
             _log_in(pages[name], room, name)
         mallory = HubUser(room.hub.url, cy, room.passwords[cy])
+        from playwright.sync_api import expect
+
         try:
             for name, page in pages.items():
                 _lab_ready(page)
@@ -539,6 +541,7 @@ def term(classroom, browser, tmp_path_factory):
             # Students fetch it.
             for name in (ada, bo, hana):
                 _fetch(pages[name])
+            expect(pages[ada].locator("#filebrowser .jp-DirListing-item", has_text=ASSIGNMENT)).to_be_visible()
             pages[ada].screenshot(path=str(shots / "02-student-assignments-tab.png"))
             mallory.wait_for_server()
             mallory.assignments("fetch")
@@ -551,8 +554,6 @@ def term(classroom, browser, tmp_path_factory):
             panel = pages[ada].locator(".jp-NotebookPanel:visible")
             panel.locator(".jp-Toolbar").get_by_text("Validate", exact=True).click()
             dialog = pages[ada].locator(".jp-Dialog")
-            from playwright.sync_api import expect
-
             expect(dialog).to_contain_text("Validation Results", timeout=TIMEOUT_MS * 2)
             expect(dialog.locator(".validation-success")).to_contain_text("Success!")
             pages[ada].screenshot(path=str(shots / "03-student-validates.png"))
@@ -669,7 +670,9 @@ def test_students_and_the_teacher_run_a_term_through_the_hub(term):
     assert "Exercise 1:" in term.feedback[ada] and "연습 1:" not in term.feedback[ada]
     for shot in ("02-student-assignments-tab.png", "09-student-feedback.png", "10-korean-student-feedback.png"):
         assert (term.shots / shot).stat().st_size > 10_000, shot
-    print(f"\nclassroom started in {room.hub.start_seconds} s; the term: {json.dumps(term.seconds)}")
+    run = json.loads((room.course / ".grading" / "last-run.json").read_text())
+    print(f"\nclassroom started in {room.hub.start_seconds} s; the term: {json.dumps(term.seconds)}; jaxgrader grade: "
+          + json.dumps({k: run.get(k) for k in ("reference_seconds", "grade_seconds", "seconds")}))
 
 
 ATTEMPT = '''import json, os
