@@ -643,6 +643,7 @@ def _points(nb) -> float:
                if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution"))
 
 
+@pytest.mark.browser
 def test_students_and_the_teacher_run_a_term_through_the_hub(term):
     """Release, fetch, validate, submit twice, collect, grade, release feedback, fetch feedback: in the browser."""
     room = term.room
