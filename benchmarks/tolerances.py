@@ -14,8 +14,8 @@ cell (every function eager, the tests' own wrappers too: harder than any student
 seed, both run every test cell again with ``JAXGRADER_SEED`` set to it, and each ``close``/``equal`` part of the
 eager run is judged against the compiled run's with the compiled run's tolerances, by the verdict's own
 comparison. The table lists every part that failed on some seed, with the seeds and the largest difference.
-Program, cost and score parts are not values and are not judged here, nor are the cells with a cost part (a timed
-workload measures the compiled program by design: an eager answer's is stopped, and loses them).
+Program, cost and score parts are not values and are not judged here, nor are the cells that measure time (a cost
+part, a student's benchmark: they measure the compiled program by design, which an eager answer does not have).
 """
 
 from __future__ import annotations
@@ -40,6 +40,12 @@ from jaxgrader.grading.verdict.values import compare_values  # noqa: E402
 EAGER = 'import jax\njax.config.update("jax_disable_jit", True)'
 
 
+def _timed(source: str) -> bool:
+    """Whether a test cell measures time (its cost, or a student's own benchmark): the compiled program by design,
+    which an eager answer does not have. Such cells run once, for what later cells need, and are not judged."""
+    return any(rule in source for rule in ("cell_time", "within_factor"))
+
+
 def _kernel_env(assignment: str) -> dict[str, str]:
     """The grading kernels' variables (nbgrader_config.py), as SandboxedKernelManager gives them."""
     config = load_config(ROOT)
@@ -54,20 +60,20 @@ def _kernel_env(assignment: str) -> dict[str, str]:
 def _runs(assignment: str, seeds: list[int], eager: bool) -> dict[int, dict[str, dict]]:
     """seed -> grade_id -> the parts a kernel reported, running the notebook once and its test cells per seed."""
     from nbclient import NotebookClient
+    from nbclient.exceptions import CellTimeoutError
     from nbformat.v4 import new_code_cell
 
     path = next((ROOT / "source" / assignment).glob("*.ipynb"))
     nb = read_notebook(path)
     config = load_config(ROOT)
     where = f"{assignment}/{path.stem}"
-    # timed cells measure the compiled program by design: an eager answer's workload is stopped and loses them
     tests = [(i, cell) for i, cell in enumerate(nb.cells) if cell.cell_type == "code"
-             and cell.metadata.get("nbgrader", {}).get("grade") and "cell_time" not in cell.source]
+             and cell.metadata.get("nbgrader", {}).get("grade") and not _timed(cell.source)]
     saved = dict(os.environ)
     os.environ.clear()
     os.environ.update(_kernel_env(assignment), JAXGRADER_SEED=str(seeds[0]))
     try:
-        client = NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
+        client = NotebookClient(nb, timeout=180, kernel_name="python3", allow_errors=True,
                                 resources={"metadata": {"path": str(path.parent)}})
         out: dict[int, dict[str, dict]] = {}
         with client.setup_kernel():
@@ -81,12 +87,15 @@ def _runs(assignment: str, seeds: list[int], eager: bool) -> dict[int, dict[str,
                         continue
                     sent = filled_cell(cell, nb, config=config, notebook=where)
                     run = new_code_cell(sent if sent is not None else cell.source, metadata=cell.metadata)
-                    client.execute_cell(run, i)
+                    try:
+                        client.execute_cell(run, i)
+                    except CellTimeoutError:  # an eager workload past the limit: its parts are not reported
+                        client.km.interrupt_kernel()
                     cell_setup = cell.metadata.get("nbgrader", {}).get("grade_id") in ("setup", "install")
                     if eager and not setup_done and (cell_setup or i == first_code) and "import jax" in cell.source:
                         client.execute_cell(new_code_cell(EAGER), i)
                     gid = cell.metadata.get("nbgrader", {}).get("grade_id")
-                    if cell.metadata.get("nbgrader", {}).get("grade") and "cell_time" not in cell.source:
+                    if cell.metadata.get("nbgrader", {}).get("grade") and not _timed(cell.source):
                         reports, _ = parse_reports(run.outputs)
                         out.setdefault(seed, {})[gid] = {k: v[0] for k, v in reports.items() if len(v) == 1}
                 setup_done = True
