@@ -730,6 +730,15 @@ def test_a_student_reads_nothing_of_another_student_or_of_the_teacher(term):
     assert got == {name: "refused" for name in targets}, {k: v for k, v in got.items() if v != "refused"}
 
 
+def test_a_students_server_holds_no_secret_of_the_hub(term):
+    """The proxy's token (with it, a student could route anyone's traffic to himself) and the hub's cookie
+    secret stay with the command and the hub: a student's server and kernels get neither."""
+    env = json.loads(term.cy.run("import json, os; print(json.dumps(dict(os.environ)))").strip().splitlines()[-1])
+    leaked = [name for name in env if "CONFIGPROXY" in name or "COOKIE_SECRET" in name or name == "JPY_COOKIE_SECRET"]
+    assert not leaked, leaked
+    assert env["USER"] == term.room.names["cy"] and env["HOME"] == f"/home/{term.room.names['cy']}", env
+
+
 def test_formgrader_and_other_servers_refuse_a_student(term):
     """With cy's own token (from his login): the teacher's formgrader (pages and API), the teacher's and ada's
     servers, the hub's user list; his own server has no formgrader."""

@@ -83,8 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     export.add_argument("-o", "--output", type=Path, help="file to write (default: grades-<format>.csv here)")
     classroom = sub.add_parser("classroom", help="serve the class on JupyterHub: an account per student, nbgrader's "
                                "exchange, formgrader for the instructor (as root; docs/classroom.md)")
-    classroom.add_argument("--roster", type=Path, help="the class list, a CSV as `nbgrader db student import` reads")
-    classroom.add_argument("--demo", action="store_true", help="the demo class's students (ada, bo, cy, hana)")
+    who = classroom.add_mutually_exclusive_group()
+    who.add_argument("--roster", type=Path, help="the class list, a CSV as `nbgrader db student import` reads")
+    who.add_argument("--demo", action="store_true", help="the demo class's students (ada, bo, cy, hana)")
     classroom.add_argument("--instructor", help="the instructor's account (default: the course directory's owner)")
     classroom.add_argument("--exchange", help="nbgrader's exchange root (default: /srv/nbgrader/exchange)")
     classroom.add_argument("--state", help="the hub's own folder (default: /srv/jaxgrader/<course id>)")
