@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import http.cookiejar
 import json
-import os
 import re
 import secrets
 import shutil
@@ -43,12 +42,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from jaxgrader.grading.course.notebooks import fill_answers, grade_id, read_notebook, solutions_of
 
-from .conftest import ROOT
 from .test_browser import TIMEOUT_MS, _page, chromium_path  # noqa: F401  (a fixture, used by name)
 from .test_classroom_setup import (COURSE_ID, base_folder, make_instructor, need_root, reachable, remove_accounts,
                                    scratch_course, session_prefix, set_password)
@@ -699,7 +696,7 @@ def test_a_student_reads_nothing_of_another_student_or_of_the_teacher(term):
     """As cy, in a kernel of his own server (his real login): every way at another's work is refused. Each
     target exists (checked as root first), so a refusal is not a missing file."""
     room = term.room
-    ada, cy, teacher = room.names["ada"], room.names["cy"], room.teacher
+    ada, teacher = room.names["ada"], room.teacher
     exchange, course, home = room.exchange / COURSE_ID, room.course, Path(f"/home/{ada}")
     last = sorted(p for p in room.inbound.iterdir() if p.name.startswith(f"{ada}+") and "forged" not in p.name)[-1]
     fetched = next((home / ASSIGNMENT / "feedback").glob(f"*/{NOTEBOOK}.html"))

@@ -153,7 +153,8 @@ def _student(name: str, config, gate: int, out: int) -> None:
 def main(job: dict) -> dict:
     import logging
 
-    import nbformat  # noqa: F401  (imported once here, not in each student)
+    # imported once here, before the students are forked, not in each of them
+    import nbformat  # noqa: F401
     from nbgrader.exchange.default import collect, fetch_assignment, release_assignment, submit  # noqa: F401
 
     from jaxgrader.grading.classroom import exchange  # noqa: F401
