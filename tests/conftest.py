@@ -21,14 +21,16 @@ os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.
 # Groups that take longest on two cores, started first so that no long group is left to run
 # alone at the end (`pytest -n 2`). A scheduling hint only: a stale order costs minutes,
 # never correctness.
-LONGEST_FIRST = ["trials-lesson3", "trials-lesson5", "trials-lesson4", "trials-lesson6", "tests/test_scaleout.py",
+LONGEST_FIRST = ["trials-lesson3", "trials-lesson5", "trials-lesson4", "trials-lesson6", "trials-lesson7",
+                 "tests/test_classroom.py", "tests/test_scaleout.py",
                  "tests/test_gradebook.py", "tests/test_course.py", "tests/test_answer_key.py", "tests/test_hostile.py",
-                 "trials-lesson1", "trials-lesson2", "colab-lesson3", "colab-lesson4", "colab-lesson5", "colab-lesson6",
+                 "trials-lesson1", "trials-lesson2", "colab-lesson3", "colab-lesson4", "colab-lesson5", "colab-lesson6", "colab-lesson7",
                  "tests/test_class_report.py", "tests/test_limits.py", "tests/test_browser.py", "tests/test_intake.py",
                  "tests/test_forger.py", "tests/test_prepared.py", "tests/test_artifacts.py", "tests/test_similarity.py",
                  "tests/test_translation.py",
                  "notebooks/lesson3_pytree_mlp.ipynb", "notebooks/lesson4_training_loop.ipynb",
-                 "notebooks/lesson6_scaling_the_loop.ipynb", "ko/notebooks/lesson6_scaling_the_loop.ipynb",
+                 "notebooks/lesson6_a_loop_that_lasts.ipynb", "ko/notebooks/lesson6_a_loop_that_lasts.ipynb",
+                 "notebooks/lesson7_many_devices.ipynb", "ko/notebooks/lesson7_many_devices.ipynb",
                  "notebooks/lesson2_transformations.ipynb", "ko/notebooks/lesson3_pytree_mlp.ipynb",
                  "ko/notebooks/lesson4_training_loop.ipynb", "ko/notebooks/lesson2_transformations.ipynb"]
 
