@@ -206,7 +206,8 @@ def _trials(root: Path, assignment: str, only: list[str] | None, packed: bool = 
         print(f"{o.name:40s} {status} {seen}" + (f"  {o.problem}" if o.problem else ""))
     held = {s: t.held for s, t in results.items() if t.held}  # findings of code no answer needs (verdict/holds.py)
     print(f"\n{assignment}: held for review: " + (", ".join(f"{s} ({n} findings)" for s, n in sorted(held.items()))
-                                                  or "nobody") + f"; {len(results) - len(held)} students not held")
+                                                  or "nobody") + f"; {len(results) - len(held)} students not held"
+          + (" (the forged students graded as released: only the evidence stops them)" if held else ""))
     r = rates(found)
     if r["answers"]:
         print(f"\n{assignment}: {r['answers']} wrong answers; {r['lose_points']} ({r['lose_points_rate']:.0%}) "

@@ -49,7 +49,7 @@ class TrialResult:
     scores: dict[str, dict[str, float]]  # notebook -> grade_id -> auto score
     error: str = ""
     visible: set[str] = dataclasses.field(default_factory=set)  # test cells that stopped in their visible part
-    held: int = 0  # findings of code no answer needs, its cost and artifact parts held for review (verdict/holds.py)
+    held: int = 0  # findings of code no answer needs (verdict/holds.py): held for review, or released (the forgers)
 
     @property
     def lost(self) -> set[str]:
@@ -94,6 +94,7 @@ def run_trials(root: Path, assignment: str, workdir: Path, only: list[str] | Non
     for student, notebooks in students.items():
         release = edition_release(root, assignment, student) or course.folder("release", ".", assignment)
         write_submission(release, course.folder("submitted", student, assignment), notebooks)
+    release_forgers(course, assignment, [s for s in students if s.startswith("forged-")])
     results = grade_class(course_root, [assignment], list(students), feedback=False, progress=False,
                           workers=workers, seed=seed)
     tests = {nb: set(autograded_tests(read_notebook(course.source(assignment, nb)))) for nb in course.notebooks[assignment]}
@@ -110,8 +111,30 @@ def run_trials(root: Path, assignment: str, workdir: Path, only: list[str] | Non
             visible |= {c.metadata.nbgrader.grade_id for c in graded.cells
                         if c.metadata.get("nbgrader", {}).get("grade") and stopped_part(c) == "visible"}
         out[r.student] = TrialResult(r.student, scores, visible=visible, held=sum(
-            int(h.get("count") or len(h.get("findings", []))) for h in r.held.values() if not h.get("released")))
+            int(h.get("count") or len(h.get("findings", []))) for h in r.held.values()))
     return {n: out[n] for n in students}
+
+
+def release_forgers(course: Course, assignment: str, forgers: list[str]) -> None:
+    """Record the forged students' code as read and released by the teacher (``classrun/releases.py``), before
+    they are graded: their findings stay on the record (the trials require them), their parts count, so what
+    stops the forger is the evidence alone, as where a scan missed it. (Held, every cost and artifact part of
+    theirs would score 0 whatever the evidence, and the trials would prove nothing about it.)"""
+    import json
+
+    from .classrun.releases import releases_path
+    from .verdict.holds import code_hash
+
+    hashes = {}
+    for student in forgers:
+        for name in course.notebooks[assignment]:
+            submitted = read_notebook(course.folder("submitted", student, assignment) / f"{name}.ipynb")
+            hashes[code_hash(submitted, read_notebook(course.source(assignment, name)))] = {
+                "student": student, "notebook": name, "released": "by the trials", "findings": 0}
+    if hashes:
+        path = releases_path(course.root)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({assignment: hashes}, indent=1) + "\n", encoding="utf-8")
 
 
 def all_tests(root: Path, assignment: str) -> set[str]:
@@ -185,7 +208,8 @@ def outcomes(root: Path, assignment: str, results: dict[str, TrialResult], packe
 
 
 def _held(r: TrialResult) -> str:
-    """The forged students' code must be held for review (verdict/holds.py), every other's not: a problem, or ''."""
+    """The forged students' code must be found (verdict/holds.py: held for review; the trials release it, so that
+    the evidence alone is tried), every other's not: a problem, or ''."""
     if r.student.startswith("forged-"):
         return "" if r.held else "not held for review"
     return f"held for review ({r.held} findings of code no answer needs)" if r.held else ""
