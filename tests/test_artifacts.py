@@ -271,6 +271,16 @@ def test_each_limit_fails_a_program_that_breaks_only_it(over_devices):
         part = _judged(exported(unrolled, x), mine, rtol=1e-5, atol=1e-6, limits={"ops": 3})
         assert not part["passed"] and "operations" in part["message"], (unrolled.__name__, part)
 
+    # donation, read off the program: the inputs a jitted step donates (donate_argnums) stay donated in its export
+    donating = jax.jit(lambda s, x: (s * 0.9 + x, jnp.sum(s)), donate_argnums=0)
+    keeping = jax.jit(lambda s, x: (s * 0.9 + x, jnp.sum(s)))
+    s, xx = jnp.ones(64), jnp.linspace(0, 1, 64)
+    mine = exported(donating, s, xx)
+    assert _judged(exported(donating, s, xx), mine, rtol=1e-6, atol=1e-6, limits={"donation": True})["passed"]
+    kept = _judged(exported(keeping, s, xx), mine, rtol=1e-6, atol=1e-6, limits={"donation": True})
+    assert not kept["passed"] and "donates 0" in kept["message"], kept
+    assert not s.is_deleted()  # exported gave the step copies: the test's own arrays stay
+
     # temporary memory, as XLA computes it: a deep scan's gradient that keeps every block's activations
     def block(h, w):
         return jnp.tanh(h @ w), None

@@ -43,6 +43,25 @@ def _is_key(x) -> bool:
     return jax.dtypes.issubdtype(getattr(x, "dtype", None), jax.dtypes.prng_key)
 
 
+def donated_inputs(fn, args, static: dict) -> tuple[int, ...]:
+    """The flat inputs a jitted ``fn`` donates (``donate_argnums``), read from JAX's own lowering of it: the
+    arguments of its ``main`` that alias an output or are marked buffer donors. Empty for a function that is not
+    jitted (nothing to donate) or does not lower."""
+    import re
+
+    lower = getattr(fn, "lower", None)
+    if not callable(lower):
+        return ()
+    try:
+        text = lower(*args, **static).as_text()
+    except Exception:  # noqa: BLE001  what does not lower donates nothing here; the program says the rest
+        return ()
+    main = next((line for line in text.splitlines() if re.search(r"func\.func public @main\(", line)), "")
+    signature = main.split(") ->")[0]
+    pieces = re.split(r"%arg\d+:", signature)[1:]
+    return tuple(i for i, piece in enumerate(pieces) if "tf.aliasing_output" in piece or "jax.buffer_donor" in piece)
+
+
 def exported(fn, *args, static: dict | None = None) -> dict:
     """``fn`` on ``args`` as a program the grader can run: ``{"program": bytes, "inputs": [arrays],
     "outputs": [arrays]}``.
@@ -55,6 +74,7 @@ def exported(fn, *args, static: dict | None = None) -> dict:
     arguments, from which the grader draws its own (``jaxgrader.grading.verdict.artifacts``);
     ``outputs`` what ``fn`` itself returned on them, called as the notebook calls it: the grader runs the
     program on ``inputs`` too and requires the same, so the program judged is the one the function runs.
+    The inputs a jitted ``fn`` donates are donated in the program too (``donated_inputs``).
     """
     import numpy as np
     from jax import export
@@ -71,7 +91,10 @@ def exported(fn, *args, static: dict | None = None) -> dict:
 
     shardings = [getattr(x, "sharding", None) for x in flat]
     named = [s if isinstance(s, jax.sharding.NamedSharding) else None for s in shardings]
-    jitted = jax.jit(flat_fn, in_shardings=named) if any(named) else jax.jit(flat_fn)
+    # the inputs fn itself donates stay donated in the program, where the grader reads them (limit "donation")
+    donated = donated_inputs(fn, args, static)
+    jitted = jax.jit(flat_fn, in_shardings=named, donate_argnums=donated) if any(named) else \
+        jax.jit(flat_fn, donate_argnums=donated)
     program = export.export(jitted)(*flat)
     copies = jax.tree.map(lambda x: x.copy() if isinstance(x, jax.Array) else x, args)  # fn may donate them
     returned = fn(*copies, **static)
@@ -80,4 +103,4 @@ def exported(fn, *args, static: dict | None = None) -> dict:
             "inputs": [np.asarray(x) for x in flat], "outputs": [np.asarray(o) for o in outputs]}
 
 
-__all__ = ["exported", "jaxpr", "lowered"]
+__all__ = ["donated_inputs", "exported", "jaxpr", "lowered"]

@@ -48,7 +48,11 @@ on inputs drawn for this run:
              the reference's: a batch split, parameters replicated), ``{"collectives": True}`` (every
              kind of collective the reference's program has, e.g. a ``psum`` in a ``shard_map``),
              ``{"split_over": True}`` (inside its ``shard_map`` regions some input is split over every
-             mesh axis the reference's splits one over: a batch split, not left whole on every device).
+             mesh axis the reference's splits one over: a batch split, not left whole on every device),
+             ``{"memory": f}`` (XLA's temporary memory for the program at most ``f`` times the reference's),
+             ``{"donation": True}`` (it donates as many inputs as the reference's: ``donate_argnums``).
+             Operations are counted with every call written out (a nested jit, a checkpoint, a custom
+             derivative), so a loop unrolled in any spelling counts as unrolled.
 ``scores``   trained parameters (any pytree): the grader applies the *reference's* model
              (``model=exported(predict, params, x)``, taken from the reference run) to them
              on held-out data the reference run names (``data={"x": ..., "y": ...}``) and

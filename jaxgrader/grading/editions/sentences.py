@@ -78,6 +78,7 @@ MESSAGES = [
     "the exported program does not compute what the function returned on the test's inputs: it is not the program "
     "the function runs",
     "no outputs of the function itself to tie its program to",
+    "the program donates {got} of its inputs; the reference's donates {want} (donate_argnums)",
     "the program does not take the inputs the test called the function with",
     "the program has no {collectives} across devices; the reference's program has",
     "inside shard_map no input is split over {axes}: every device gets its inputs whole (in_specs); the reference's "

@@ -81,7 +81,16 @@ def program_form(text: str) -> dict:
                for dims in _TENSOR.findall(text)]
     return {"entries": max(entries, default=0), "ops": operations(text),
             "whiles": len(re.findall(r"\bstablehlo\.while\b", text)),
-            "collectives": sorted(set(_COLLECTIVE.findall(text))), "split_over": split_over(text)}
+            "collectives": sorted(set(_COLLECTIVE.findall(text))), "split_over": split_over(text),
+            "donated": donated(text)}
+
+
+def donated(text: str) -> int:
+    """How many inputs of the program's ``main`` are donated (``donate_argnums``: they alias an output, or are
+    marked buffer donors), read off its signature."""
+    main = next((line for line in text.splitlines() if re.search(r"func\.func public @main\(", line)), "")
+    return sum("tf.aliasing_output" in piece or "jax.buffer_donor" in piece
+               for piece in re.split(r"%arg\d+:", main.split(") ->")[0])[1:])
 
 
 def operations(text: str) -> int:

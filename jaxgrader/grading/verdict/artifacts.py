@@ -190,6 +190,9 @@ def judge_program(ref: dict, mine: Outcome | None, theirs: Outcome | None, probl
         if got is not None and want is not None and got > limits["memory"] * want + MEMORY_SLACK:
             return (f"the program needs {got / 1024:.0f} KiB of temporary memory (XLA's analysis); the reference's "
                     f"{want / 1024:.0f} KiB (at most {limits['memory']:g} times that)")
+    if limits.get("donation") and theirs.form.get("donated", 0) < mine.form.get("donated", 0):
+        return (f"the program donates {theirs.form.get('donated', 0)} of its inputs; the reference's donates "
+                f"{mine.form.get('donated', 0)} (donate_argnums)")
     missing = sorted(set(mine.form.get("collectives", [])) - set(theirs.form.get("collectives", [])))
     if limits.get("collectives") and missing:
         return f"the program has no {', '.join(missing)} across devices; the reference's program has"
