@@ -121,7 +121,7 @@ def test_report_escapes_what_came_from_students(tmp_path):
     evil = "<img src=x onerror=alert(1)>"
     part = Part(NOTEBOOK, "test_x", "Exercise 1: <b>x</b>", 2.0, passed=0, failed=1, warned=1)
     part.messages[f"a visible test failed: {evil}"] += 1
-    report = Report(ASSIGNMENT, 2.0, {evil: 0.0}, [evil], [part], [], errors=[(evil, evil)], flagged=[(evil, evil)],
+    report = Report(ASSIGNMENT, 2.0, {evil: 0.0}, [evil], [part], [], errors=[(evil, evil)],
                     reruns=[], times=[(evil, 1.0, evil)], run={"seconds": 3, "backend": evil})
     page = render_html(report)
     assert "<img src=x" not in page and "<b>x</b>" not in page

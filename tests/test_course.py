@@ -177,7 +177,7 @@ def test_missing_submitted_folder_is_one_line(tmp_path):
 
 
 def test_corrupt_submission_costs_only_that_student(tmp_path):
-    """Also: an unsandboxed run says so, and suspicious code is flagged (and graded)."""
+    """Also: an unsandboxed run says so, and code no answer needs is held for review (and graded)."""
     import json
 
     import nbformat
@@ -207,14 +207,14 @@ def test_corrupt_submission_costs_only_that_student(tmp_path):
     assert "xi" in run.stdout and "without a grade_id" in run.stdout
     assert "yan" in run.stdout and "no such file" in run.stdout
     assert "graded without the kernel sandbox" in run.stdout
-    flagged = run.stdout.split("flagged for review")[1]
-    assert "ada/lesson1" in flagged and "gc" in flagged
+    held = run.stdout.split("held for review")[1]
+    assert "ada/lesson1" in held and "gc" in held
     assert (course / "gradebook.db").exists()
     rows = list(csv.DictReader(open(course / "grades.csv")))
     assert any(r["student_id"] == "ada" for r in rows)
     summary = {r["student"]: r for r in json.loads((course / "grading-summary.json").read_text())}
     assert summary["ada"]["status"] == "graded" and summary["ada"]["isolation"] == "none"
-    assert summary["ada"]["flags"] and summary["zed"]["status"] == "error"
+    assert summary["ada"]["held"]["pure_functions"]["findings"] and summary["zed"]["status"] == "error"
 
 
 def test_no_sandbox_is_one_line_and_writes_nothing(tmp_path, monkeypatch):

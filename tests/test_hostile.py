@@ -356,12 +356,16 @@ def test_a_fork_bomb_is_stopped_by_a_limit(graded):
     assert stopped or any("NotebookMemoryLimit" in note for note in notes), notes
 
 
-def test_suspicious_code_is_flagged_not_refused(graded):
+def test_code_no_answer_needs_is_held_not_refused(graded):
+    """The one scan of submitted code (verdict/tampering.py): a kernel hook is held for review, with its line; an
+    answer that prints Python's version is not; a shell command is held (a shell can write the modules an answer
+    imports), and loses nothing of what its values earn."""
     summary = graded["summary"]
-    assert summary["hook-cells-run-nothing"]["flags"], "a kernel hook should be flagged for the teacher"
-    assert not summary["honest-import-sys"]["flags"]
-    assert not summary["honest-magics-and-shell"]["flags"]
-    assert "flagged" in graded["run"].stdout
+    held = {s: [f for h in (r.get("held") or {}).values() for f in h.get("findings", [])] for s, r in summary.items()}
+    assert held["hook-cells-run-nothing"], "a kernel hook is held for the teacher"
+    assert not held["honest-import-sys"]
+    assert [f["text"].strip() for f in held["honest-magics-and-shell"]] == ["!echo shell works"], held
+    assert "held for review" in graded["run"].stdout
 
 
 def test_feedback_holds_no_hidden_test_no_output_and_no_script(graded):

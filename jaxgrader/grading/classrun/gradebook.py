@@ -138,7 +138,7 @@ def result_of(record: Record, gb, renamed: list[str], notes: list[str]) -> Resul
     """The Result of a record just written (scores as the gradebook now holds them)."""
     result = Result(record.student, record.assignment, record.status, error=record.error,
                     seconds=float(record.timings.get("total", 0.0)), notes=list(renamed) + list(record.notes) + notes,
-                    isolation=record.isolation, flags=list(record.flags), held=record.held, cells=record.cells,
+                    isolation=record.isolation, held=record.held, cells=record.cells,
                     timings=record.timings, host=record.host, kernel_points=kernel_points(record.cells))
     if record.status == "graded":
         submission = gb.find_submission(result.assignment, result.student)

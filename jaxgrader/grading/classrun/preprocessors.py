@@ -8,9 +8,10 @@ student's kernel:
   edited (unknown keys, another ``schema_version``: either would otherwise abort
   the whole run), and keeps the marks of a duplicated cell on its last copy.
   It refuses no code: the kernel runs in an OS sandbox and points come from
-  :mod:`jaxgrader.grading.verdict.verdict`, so honest code that imports ``sys``, uses a
-  magic or sets an attribute runs as written. Code that reaches for the
-  kernel's machinery is only *flagged* (:func:`suspicious`) for the teacher.
+  :mod:`jaxgrader.grading.verdict.verdict`, so any code runs as written. Code that no
+  answer needs (the kernel's machinery, patched modules, ...) is found by the one scan
+  of submitted code, :mod:`jaxgrader.grading.verdict.tampering`, and its cost and artifact
+  parts are held for review (:mod:`jaxgrader.grading.verdict.holds`).
 * ``HideHiddenTests`` (feedback): removes hidden tests from the feedback, and
   with them every output the student's kernel wrote (it could have copied the
   hidden tests it saw run into any later output). What stays: the student's
@@ -19,7 +20,6 @@ student's kernel:
 
 from __future__ import annotations
 
-import ast
 import re
 
 from nbgrader.preprocessors import NbGraderPreprocessor
@@ -27,70 +27,6 @@ from traitlets import Bool
 
 NBGRADER_KEYS = {"grade", "grade_id", "locked", "points", "schema_version", "solution", "task", "checksum",
                  "cell_type"}
-
-# What honest answers to these lessons never touch: the kernel's own machinery.
-# Used only to flag a submission for the teacher, never to refuse it.
-SUSPICIOUS_NAMES = {
-    "get_ipython": "reaches into the notebook kernel",
-    "ctypes": "edits memory",
-    "gc": "walks the interpreter's objects",
-    "sqlite3": "opens databases",
-    "__builtins__": "reaches into builtins",
-    "builtins": "reaches into builtins",
-}
-SUSPICIOUS_ATTRS = {
-    "input_transformers_cleanup": "changes how cells are run",
-    "input_transformers_post": "changes how cells are run",
-    "ast_transformers": "changes how cells are run",
-    "events": "hooks into cell execution",
-    "__code__": "rewrites a function's code",
-    "__globals__": "rewrites a function's globals",
-    "modules": "edits sys.modules",
-    "settrace": "traces the interpreter",
-    "setprofile": "traces the interpreter",
-    "fork": "starts processes",
-    "kill": "signals processes",
-    "displayhook": "changes how results are shown",
-    "excepthook": "changes how errors are shown",
-}
-
-
-def suspicious(source: str) -> str:
-    """'' or a one-line reason why a teacher may want to look at this cell.
-
-    A flag, not a verdict: the cell runs and is graded like any other.
-    """
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return ""
-    for node in ast.walk(tree):
-        where = f"line {getattr(node, 'lineno', '?')}"
-        if isinstance(node, ast.Name) and node.id in SUSPICIOUS_NAMES:
-            return f"{where}: `{node.id}` {SUSPICIOUS_NAMES[node.id]}"
-        if isinstance(node, ast.Attribute) and node.attr in SUSPICIOUS_ATTRS:
-            return f"{where}: `.{node.attr}` {SUSPICIOUS_ATTRS[node.attr]}"
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names = [a.name for a in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) else [])
-            for name in names:
-                top = (name or "").split(".")[0]
-                if top in SUSPICIOUS_NAMES:
-                    return f"{where}: imports `{name}` ({SUSPICIOUS_NAMES[top]})"
-    return ""
-
-
-def flags_of(nb) -> list[str]:
-    """One line per student cell that :func:`suspicious` flags."""
-    flags = []
-    for index, cell in enumerate(nb.cells):
-        meta = cell.get("metadata", {}).get("nbgrader", {}) or {}
-        if cell.cell_type != "code" or (meta.get("grade") and not meta.get("solution")) or meta.get("locked"):
-            continue
-        reason = suspicious(cell.source)
-        if reason:
-            flags.append(f"cell {index} ({meta.get('grade_id') or 'unmarked'}): {reason}")
-    return flags
-
 
 class SanitizeSubmission(NbGraderPreprocessor):
     """Make a submitted notebook's metadata safe to grade; runs before nbgrader's own sanitizing."""

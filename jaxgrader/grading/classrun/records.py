@@ -57,7 +57,6 @@ class Record:
     cells: dict = dataclasses.field(default_factory=dict)  # notebook -> grade_id -> {score, ..., parts}
     notebooks: dict = dataclasses.field(default_factory=dict)  # notebook -> autograded notebook, JSON text
     notes: list = dataclasses.field(default_factory=list)
-    flags: list = dataclasses.field(default_factory=list)
     held: dict = dataclasses.field(default_factory=dict)  # notebook -> {findings, hash, released} (verdict.holds)
     isolation: str = "none"
     timings: dict = dataclasses.field(default_factory=dict)
@@ -88,7 +87,6 @@ class Result:
     notebooks: dict = dataclasses.field(default_factory=dict)  # name -> {"score", "max_score"}
     notes: list = dataclasses.field(default_factory=list)  # limits hit, renamed files, feedback failures
     isolation: str = ""  # "bubblewrap" or "none": what the grading kernel ran in
-    flags: list = dataclasses.field(default_factory=list)  # code a teacher may want to look at (graded normally)
     cells: dict = dataclasses.field(default_factory=dict)  # notebook -> grade_id -> {score, max_score, message, parts}
     kept: bool = False  # unchanged since the last run: not graded again
     timings: dict = dataclasses.field(default_factory=dict)  # seconds: total, setup, autograde, execute, ...

@@ -44,9 +44,6 @@ def format_table(results: list[Result]) -> str:
               for r in results for note in ([r.error] if r.error else []) + r.notes]
     if errors:
         lines += ["", "problems:"] + errors
-    flags = [f"  {r.student}/{r.assignment}: {flag}" for r in results for flag in r.flags]
-    if flags:
-        lines += ["", "flagged for review (graded normally):"] + flags
     held = [r for r in results if r.is_held]
     if held:
         lines += ["", "held for review (code no answer needs: cost and artifact parts at 0 until "

@@ -5,7 +5,7 @@ submission's notebooks) and its assignment's :class:`~jaxgrader.grading.classrun
 payload (the course's ``nbgrader_config.py`` text, an SQLite gradebook in which
 ``generate_assignment`` already ran, the reference run's reports, the seed) and returns
 a :class:`~jaxgrader.grading.classrun.records.Record`: scores per cell and notebook, the
-autograded notebooks, notes, flags, timings, the isolation the kernel had, or a
+autograded notebooks, notes, held findings, timings, the isolation the kernel had, or a
 one-line error.
 
 It builds a private course directory in a temporary folder, runs nbgrader's own
@@ -175,24 +175,14 @@ def grade_submission(task: Task, shared: Shared) -> Record:
 
 
 def _grade(task: Task, shared: Shared, record: Record) -> None:
-    import nbformat
-
     from ..course.config import load_config, make_api
     from ..course.coursedir import coursedir_of, folder
     from ..sandbox.kerneldirs import TASK_DIR_PREFIX
     from ..sandbox.limits import RunLog
-    from .preprocessors import flags_of
 
     student, assignment = task.student, task.assignment
     timings = record.timings
     t0 = time.monotonic()
-
-    for name, text in sorted(task.notebooks.items()):
-        try:
-            flags = flags_of(nbformat.reads(text, as_version=4))
-        except Exception:  # the coordinator checked it; nbgrader reports what is wrong
-            flags = []
-        record.flags += [f"{name}.ipynb {flag}" for flag in flags]
 
     # named after this process: if it is killed, the next sweep on the host removes the directory
     tmp = Path(tempfile.mkdtemp(prefix=f"{TASK_DIR_PREFIX}{os.getpid()}-"))
@@ -311,9 +301,6 @@ def _evidence(part: dict) -> str:
 def _capped(record: Record) -> Record:
     """Bound what the record carries: lines, and notebooks (outputs of non-test cells go first)."""
     record.notes = [one_line(n, 300) for n in record.notes[:MAX_LINES]]
-    extra = len(record.flags) - MAX_LINES
-    record.flags = [one_line(f, 300) for f in record.flags[:MAX_LINES]] + (
-        [f"... and {extra} more flagged cells"] if extra > 0 else [])
     for name, text in list(record.notebooks.items()):
         if len(text) <= MAX_NOTEBOOK_CHARS:
             continue

@@ -9,13 +9,13 @@ per assignment under ``reports/`` in the course (``c.ClassReport.directory``):
   test had already shown the student (the test stopped in its visible asserts before
   reaching the hidden part: the student was warned and submitted anyway);
   every check inside a test (the verdict's parts) with its own pass rate;
-* submissions held for review (code no answer needs: ``held``), could not be graded, were flagged for
-  review, or were graded again (a rerun in a fresh kernel, a retried task); the slowest submissions and grading time;
+* submissions held for review (code no answer needs: ``held``), that could not be graded, or were graded
+  again (a rerun in a fresh kernel, a retried task); the slowest submissions and grading time;
 * similar submissions: pairs whose answers are unusually alike, side by side (``similarity``).
 
 It reads only what grading already wrote, so it also works after a plain
 ``nbgrader autograde``: scores from nbgrader's gradebook, each test's verdict (its parts
-and where it stopped) from the autograded notebooks, and timings, flags and notes from
+and where it stopped) from the autograded notebooks, and timings, holds and notes from
 ``grading-summary.json`` when there is one. Everything that came from a submission is
 escaped; the report is for teachers (it names hidden checks), so it stays in the course.
 """
@@ -94,7 +94,6 @@ class Report:
     parts: list  # Part
     written: list  # (name, points, still to grade by hand)
     errors: list  # (student, reason): could not be graded in the last run
-    flagged: list  # (student, flag)
     reruns: list  # (student, note)
     times: list  # (student, seconds, host), slowest first
     run: dict  # .grading/last-run.json, if any
@@ -241,7 +240,6 @@ def collect(root: Path, assignment: str, config=None) -> Report:
     return Report(
         assignment, max_score, scores, missing, list(parts.values()), [tuple(w) for w in written.values()],
         errors=sorted((s, str(r.get("error", ""))) for s, r in records.items() if r.get("status") == "error"),
-        flagged=sorted((s, str(f)) for s, r in records.items() for f in r.get("flags") or []),
         reruns=sorted((s, str(n)) for s, r in records.items() for n in r.get("notes") or [] if RERUN.search(str(n))),
         times=times, run=run if isinstance(run, dict) else {}, similar=similar,
         held=sorted(held, key=lambda h: (h.released, h.student, h.notebook)))
@@ -323,8 +321,7 @@ def render_html(report: Report, settings: ClassReport | None = None) -> str:
 
     if report.held:
         out.append(render_held(report.assignment, report.held))
-    for title, rows in (("Not graded", report.errors), ("Flagged for review (graded normally)", report.flagged),
-                        ("Graded again", report.reruns)):
+    for title, rows in (("Not graded", report.errors), ("Graded again", report.reruns)):
         if rows:
             out.append(f"<h2>{title}</h2><ul>" + "".join(f"<li>{e(s)}: {e(t)}</li>" for s, t in rows) + "</ul>")
     if isinstance(report.similar, str):
