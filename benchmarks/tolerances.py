@@ -106,11 +106,20 @@ def _runs(assignment: str, seeds: list[int], eager: bool) -> dict[int, dict[str,
 
 
 def _difference(got, want) -> str:
-    try:
-        a, b = np.asarray(got, np.float64), np.asarray(want, np.float64)
-        return f"{float(np.max(np.abs(a - b))):.2g} abs"
-    except Exception:  # noqa: BLE001  not numbers: the structure differs
+    """The largest absolute difference over the leaves of two values of one structure (else what differs)."""
+    from jaxgrader.grading.verdict.values import leaves
+
+    pairs = list(zip(leaves(got), leaves(want)))
+    if len(pairs) != len(list(leaves(want))) or any(p != q for (p, _), (q, _) in pairs):
         return "structure"
+    worst = 0.0
+    for (_, a), (_, b) in pairs:
+        try:
+            worst = max(worst, float(np.max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)))))
+        except Exception:  # noqa: BLE001  not numbers (a dtype's name, a structure's text)
+            if str(a) != str(b):
+                return f"{a!r:.40} against {b!r:.40}"
+    return f"{worst:.2g} abs"
 
 
 def sweep(assignment: str, seeds: list[int]) -> list[tuple]:
