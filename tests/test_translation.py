@@ -84,7 +84,7 @@ def test_links_in_the_edition_lead_somewhere(edition):
 # --------------------------------------------------------------------------- one edition's words (house style)
 
 # The glossary (``i18n/<lang>/glossary``, docs/translating.md "Glossary"): one English term a line,
-#   english = rendering | replaces: variant, ... | keeps: phrase, ... | if-english: word, ...
+#   english = rendering | replaces: variant, ... | keeps: phrase, ... | if-english: word, ... | unless-english: word, ...
 _CODE = re.compile(r"``.*?``|`[^`\n]*`|\{[^{}\n]*\}|\]\([^)\s]*\)|https?://\S+")
 
 
@@ -95,6 +95,7 @@ class Term:
     replaces: tuple[str, ...]
     keeps: tuple[str, ...] = ()
     if_english: tuple[str, ...] = ()
+    unless_english: tuple[str, ...] = ()
 
 
 def read_glossary(path) -> list[Term]:
@@ -108,11 +109,11 @@ def read_glossary(path) -> list[Term]:
         for field in fields:
             key, colon, values = field.partition(":")
             options[key.strip()] = tuple(v.strip() for v in values.split(",") if v.strip())
-            assert colon and key.strip() in {"replaces", "keeps", "if-english"}, f"{path}:{number}: {field!r}"
+            assert colon and key.strip() in {"replaces", "keeps", "if-english", "unless-english"}, f"{path}:{number}: {field!r}"
         assert equals and english and rendering and options.get("replaces"), \
             f"{path}:{number}: want 'english = rendering | replaces: a, b'"
         terms.append(Term(english.strip(), rendering.strip(), options["replaces"], options.get("keeps", ()),
-                          options.get("if-english", ())))
+                          options.get("if-english", ()), options.get("unless-english", ())))
     return terms
 
 
@@ -130,6 +131,8 @@ def glossary_misses(terms: list[Term], english: str, translation: str) -> list[s
     found: dict[str, list[str]] = {}
     for term in terms:
         if term.if_english and not any(_word(w).search(english) for w in term.if_english):
+            continue
+        if any(_word(w).search(english) for w in term.unless_english):
             continue
         text = prose
         for keep in term.keeps:
@@ -155,6 +158,12 @@ def test_glossary_matches_words_not_code():
                                              'adamw의 weight_decay=, optimizer.update(...)로 업데이트합니다') == []
     assert glossary_misses(terms, "the argument", "세 번째 인수를") and not glossary_misses(terms, "x", "세 번째 인자를")
     assert glossary_misses(terms, "Task", "과제") and not glossary_misses(terms, "the assignment", "과제")
+    assert glossary_misses(terms, "the course's split", "강의 전체에서 쓰는 분할"), "course, never 강의"
+    assert not glossary_misses(terms, "this lecture of the course", "이 과정의 이 강의는"), "a lecture is 강의"
+    assert glossary_misses(terms, "laid out over devices", "device에 걸친 배치") and glossary_misses(
+        terms, "the reference run", "정답 실행의 값")
+    assert glossary_misses(terms, "graded by hand", "(2점, 직접 채점)") and not glossary_misses(
+        terms, "graded by hand", "(2점, 강사가 직접 채점)"), "who grades is said"
 
 
 @pytest.mark.parametrize("language", [lang for lang in LANGUAGES if (ROOT / "i18n" / lang / "glossary").is_file()])
@@ -170,7 +179,8 @@ def test_catalogs_follow_the_glossary(language):
 # Capitals in Korean text are acronyms and names, never emphasis (docs/translating.md, "House style").
 ACRONYMS = {"JAX", "XLA", "CPU", "GPU", "TPU", "TF32", "T4", "A100", "L4", "H100", "MLP", "NNX", "SGD", "VJP",
             "JVP", "HVP", "JIT", "AOT", "PRNG", "MLIR", "MNIST", "MCMC", "CLU", "API", "CI", "ML", "README", "L1",
-            "L2", "TB", "GB", "MB", "HLO", "NUTS", "WARNING", "BEGIN", "END", "SOLUTION", "ID", "SIZES", "FAST"}
+            "L2", "TB", "GB", "MB", "HLO", "NUTS", "WARNING", "BEGIN", "END", "SOLUTION", "ID", "SIZES", "FAST",
+            "FSDP", "SPMD", "GSPMD", "SLURM"}
 
 
 def _final_b(syllable: str) -> bool:
