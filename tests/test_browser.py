@@ -4,7 +4,7 @@ One JupyterLab server runs on a free local port in a scratch course (module fixt
 headless Chromium (Debian's `chromium`, driven by Playwright through
 ``executable_path``: nothing is downloaded) plays
 
-* a student: opens ``release/lesson1/``, types a correct answer into a solution cell,
+* a student: opens their fetched copy of lesson 1 (``lesson1/``), types a correct answer into a solution cell,
   runs all cells, sees the visible tests pass and nbgrader's Validate report success;
 * a teacher: opens formgrader, sees the six assignments, opens the demo class's
   lesson-1 written answer, gives it points and a comment, and the gradebook has them.
@@ -90,13 +90,6 @@ def _build_course(base: Path) -> Path:
     config_text = (ROOT / "nbgrader_config.py").read_text() + SCRATCH_CONFIG.format(exchange=str(base / "exchange"))
     (course / "nbgrader_config.py").write_text(config_text)
 
-    # The student has answered every solution cell of lesson 1 but one, typed in the browser.
-    assignment, notebook, typed = STUDENT_NOTEBOOK
-    answers = solutions_of(nbformat.read(course / "source" / assignment / f"{notebook}.ipynb", as_version=4))
-    answers.pop(typed)
-    release_file = course / "release" / assignment / f"{notebook}.ipynb"
-    nbformat.write(fill_answers(nbformat.read(release_file, as_version=4), answers), release_file)
-
     # The teacher's side: lesson 1 in the gradebook, the demo class's submissions, ada's autograded (lesson 1: the
     # shortest with a written answer; autograding lesson 4 here took a minute of the fixture's 74 s).
     assignment = GRADED[0]
@@ -109,6 +102,17 @@ def _build_course(base: Path) -> Path:
     for student in AUTOGRADED:
         result = api.autograde(assignment, student, force=True, create=True)
         assert result["success"], f"autograde {assignment} {student}:\n" + result["log"][-3000:]
+
+    # The student's copy, as fetched into their home (<assignment>/ beside the course's folders, never release/,
+    # whose code the similarity report leaves out): every solution cell of lesson 1 answered but one, typed in the
+    # browser.
+    assignment, notebook, typed = STUDENT_NOTEBOOK
+    answers = solutions_of(nbformat.read(course / "source" / assignment / f"{notebook}.ipynb", as_version=4))
+    answers.pop(typed)
+    fetched = course / assignment / f"{notebook}.ipynb"
+    fetched.parent.mkdir()
+    release_file = course / "release" / assignment / f"{notebook}.ipynb"
+    nbformat.write(fill_answers(nbformat.read(release_file, as_version=4), answers), fetched)
     return course
 
 
@@ -278,7 +282,7 @@ def test_student_runs_and_validates_in_jupyterlab(browser, lab, tmp_path):
     assignment, notebook, typed = STUDENT_NOTEBOOK
     solutions_of, _, _ = _grading_helpers()
     answer = solutions_of(nbformat.read(ROOT / "source" / assignment / f"{notebook}.ipynb", as_version=4))[typed]
-    on_disk = lab.course / "release" / assignment / f"{notebook}.ipynb"
+    on_disk = lab.course / assignment / f"{notebook}.ipynb"
     nb = nbformat.read(on_disk, as_version=4)
     ids = [c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in nb.cells]
     tests = [i for i, c in enumerate(nb.cells)
@@ -287,7 +291,7 @@ def test_student_runs_and_validates_in_jupyterlab(browser, lab, tmp_path):
     solution_index, test_index = ids.index(typed), ids.index(f"test_{typed}")
 
     with _page(browser, lab, shots) as page:
-        page.goto(lab.url(f"/lab/workspaces/student/tree/release/{assignment}/{notebook}.ipynb?reset"))
+        page.goto(lab.url(f"/lab/workspaces/student/tree/{assignment}/{notebook}.ipynb?reset"))
         panel = page.locator(".jp-NotebookPanel:visible")
         cells = panel.locator(".jp-Notebook .jp-Cell")
         expect(cells).to_have_count(len(nb.cells))

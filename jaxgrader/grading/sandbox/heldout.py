@@ -21,6 +21,7 @@ import gzip
 import hashlib
 import importlib.util
 import io
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -93,11 +94,13 @@ def masked_files(config) -> list[tuple[str, str]]:
         table[rows] = table[_rng(run_key_of(config) + "|copies").choice(kept, len(rows))]
         text = io.StringIO()
         np.savetxt(text, table, delimiter=",", fmt="%d")
-        partial = masked.with_suffix(".partial")
-        with gzip.open(partial, "wt") as f:
+        # A name of its own per writer: kernels start concurrently (the prepared one and the grading one), and
+        # each writes the same bytes; the last rename wins and no reader ever sees a half-written file.
+        fd, partial = tempfile.mkstemp(dir=_folder[0], suffix=".partial")
+        with os.fdopen(fd, "wb") as raw, gzip.open(raw, "wt") as f:
             f.write(text.getvalue())
-        partial.chmod(0o644)
-        partial.replace(masked)
+        os.chmod(partial, 0o644)
+        os.replace(partial, masked)
     return [(str(masked), str(path))]
 
 
