@@ -6,7 +6,7 @@ headless Chromium (Debian's `chromium`, driven by Playwright through
 
 * a student: opens their fetched copy of lesson 1 (``lesson1/``), types a correct answer into a solution cell,
   runs all cells, sees the visible tests pass and nbgrader's Validate report success;
-* a teacher: opens formgrader, sees the six assignments, opens the demo class's
+* a teacher: opens formgrader, sees every assignment of the course, opens the demo class's
   lesson-1 written answer, gives it points and a comment, and the gradebook has them.
 
 Every step leaves a screenshot under the test's ``tmp_path`` (docs/browser.md).
