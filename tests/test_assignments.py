@@ -273,3 +273,91 @@ def test_packing_keeps_answers_that_could_mask_each_other_apart():
     assert groups == [["a", "d", "e"], ["b"], ["c"], ["f"]]
     strict = [[x["name"] for x in g] for g in pack([a, b, c, d, e, f])]
     assert strict == [["a", "d"], ["b", "e"], ["c", "f"]]
+
+
+_CHAIN = [  # (grade_id, source, is_solution): a chain with a locked cell between two exercises
+    ("setup", "import jax\nRATE = 0.1", False),
+    ("loss_fn", "def loss_fn(w, x):\n    return (w * x) ** 2", True),
+    ("make_opt", "def make_opt(rate):\n    return lambda g: -rate * g", True),
+    ("setup_opt", "opt = make_opt(RATE)", False),
+    ("step", "def step(w, x):\n    return w + opt(jax.grad(loss_fn)(w, x))", True),
+    ("evaluate", "def evaluate(w, xs):\n    return sum(loss_fn(w, x) for x in xs)", True),
+    ("test_step", "assert step(1.0, 2.0)\n### BEGIN HIDDEN TESTS\nwith _swapped(globals(), {\"opt\": _o}):\n"
+     "    pass\n### END HIDDEN TESTS", False),
+]
+
+
+def test_downstream_cells_are_found_through_the_cells_between():
+    from jaxgrader.grading.honest import downstream, swapped_names
+
+    assert downstream(_CHAIN, {"make_opt"}) == {"step"}  # through setup_opt's `opt`
+    assert downstream(_CHAIN, {"loss_fn"}) == {"step", "evaluate"}
+    assert downstream(_CHAIN, {"step"}) == set()
+    assert swapped_names(_CHAIN[-1][1].split("### BEGIN HIDDEN TESTS")[1]) == {"opt"}
+
+
+def test_packs_hold_the_cells_downstream_of_their_mistakes_in_the_styles_in_turn():
+    """Each pack holds, rewritten, the cells downstream of its wrong answers and no other; over the packs a
+    cell is downstream in, it meets the four styles in turn."""
+    from jaxgrader.grading.honest import STYLES, honest_answers, pack_styles
+
+    solutions = {gid: src for gid, src, sol in _CHAIN if sol}
+    by_style = honest_answers(_CHAIN, solutions)
+    assert set(by_style[STYLES[0]]) == {"step", "evaluate"}  # step binds `opt` too: a hidden test swaps it
+    packs = [{"loss_fn": "def loss_fn(w, x):\n    return w * x"}, {"make_opt": "def make_opt(rate):\n    return 0"},
+             {"step": "def step(w, x):\n    return w"}] + [{"loss_fn": "def loss_fn(w, x):\n    return x"}] * 3
+    held = pack_styles(_CHAIN, by_style, packs)
+    assert [sorted(h) for h in held] == [["evaluate", "step"], ["step"], [], ["evaluate", "step"],
+                                         ["evaluate", "step"], ["evaluate", "step"]]
+    for cell in ("step", "evaluate"):
+        styles = [next(s for s in STYLES if by_style[s][cell] == h[cell]) for h in held if cell in h]
+        assert len(set(styles[:4])) == 4, f"{cell}: {styles}"
+
+
+def test_spreading_moves_an_earlier_mistake_behind_a_correct_later_cell_and_keeps_the_packs():
+    """The greedy packing puts the k-th answers of every cell together, so `b` (which calls `a`) is never held
+    correct behind a wrong `a`; `spread` moves one answer to `a` into the group where `b` is right, and no more."""
+    from jaxgrader.grading.honest import honest_answers
+    from jaxgrader.grading.trials import pack
+    from jaxgrader.grading.trial_students import spread
+
+    cells = [("a", "def a(x):\n    return x", True), ("b", "def b(x):\n    return a(x) + 1", True),
+             ("c", "def c(x):\n    return 2 * x", True)]
+    solutions = {"nb": {gid: src for gid, src, _ in cells}}
+    answers = [{"name": f"{cell}{k}", "cell": cell, "fails": [f"test_{cell}"], "code": "..."}
+               for cell, n in (("a", 2), ("b", 2), ("c", 3)) for k in range(n)]
+    greedy = pack(answers)
+    assert [[x["name"] for x in g] for g in greedy] == [["a0", "b0", "c0"], ["a1", "b1", "c1"], ["c2"]]
+    moved = spread(greedy, set(), {"nb": (cells, honest_answers(cells, solutions["nb"]))}, solutions)
+    assert [[x["name"] for x in g] for g in moved] == [["b0", "c0"], ["a1", "b1", "c1"], ["c2", "a0"]]
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_wrong_answers_meet_the_styles_downstream_and_each_keeps_its_packs(assignment):
+    """Packed, a wrong-answer student holds rewritten exactly the rewritten cells downstream of its mistakes; graded
+    alone (--each), an answer holds those of its pack that are downstream of it. Spreading answers over the packs
+    makes no more packs than the greedy packing."""
+    from jaxgrader.grading.course.notebooks import grade_id, is_solution
+    from jaxgrader.grading.honest import downstream, honest_answers
+    from jaxgrader.grading.trials import pack, shared_tests, trial_students
+
+    packed, holds = trial_students(ROOT, assignment)
+    alone, _ = trial_students(ROOT, assignment, packed=False)
+    answers = wrong_answers(ROOT, assignment)
+    assert len(holds) == len(pack(answers, shared_tests(ROOT, assignment)))
+    for path in _source_notebooks(assignment):
+        nb, cells = path.stem, [(grade_id(c) or "", c.source, is_solution(c))
+                                for c in read_notebook(path).cells if c.cell_type == "code"]
+        rewritable = set(next(iter(honest_answers(cells, packed["solution"][nb]).values()), {}))
+        for student, group in holds.items():
+            mine = {w["cell"]: w["code"] for w in group if w["cell"] in packed["solution"][nb]}
+            later = downstream([(g, mine.get(g, src), sol) for g, src, sol in cells], set(mine)) & rewritable
+            rewritten = {g for g, code in packed[student][nb].items()
+                         if g not in mine and code != packed["solution"][nb][g]}
+            assert rewritten == later - set(mine), (student, sorted(rewritten), sorted(later))
+            for w in group:
+                if w["cell"] not in mine:
+                    continue
+                own = {g: code for g, code in alone[f"wrong-{w['name']}"][nb].items()
+                       if g != w["cell"] and code != packed["solution"][nb][g]}
+                assert all(packed[student][nb][g] == code for g, code in own.items()), w["name"]

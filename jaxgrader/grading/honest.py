@@ -22,6 +22,11 @@ Packed (CI, and ``jaxgrader trials`` without ``--each``), the styles take turns 
 students (``honest-mixed-<k>``), the n-th rewritten cell of student k in style ``n + 2k`` (of four),
 so every cell is graded in two styles (and every style, where four cells or more are rewritten), for
 half the grading; ``--each`` grades every cell in every style.
+
+The wrong-answer students hold rewrites too (``pack_styles``): where a wrong answer's cell is upstream of a
+rewritten one, the pack holds that cell rewritten, so that it binds the *wrong* function at definition, and
+must still lose no more than the wrong answer's own tests (docs/authoring.md, "Isolation"). Such a cell takes
+the styles in turn over the packs it is downstream in.
 """
 
 from __future__ import annotations
@@ -60,19 +65,35 @@ def assigned(source: str) -> set[str]:
     return names
 
 
+def swapped_names(source: str) -> set[str]:
+    """The names a hidden test swaps with ``jaxgrader.checks.standins.swapped(globals(), {"name": stand_in, ...})``
+    (the keys of the dict written in the call); empty if it does not parse."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        func = node.func if isinstance(node, ast.Call) else None
+        called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        if called.endswith("swapped") and len(node.args) > 1 and isinstance(node.args[1], ast.Dict):
+            names |= {k.value for k in node.args[1].keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+    return names
+
+
 def bindable(cells: list[tuple[str, str, bool]]) -> dict[str, set[str]]:
     """grade_id of each solution cell -> the names its functions may bind at definition.
 
     ``cells``: (grade_id or "", source, is_solution) in notebook order. A name qualifies if another
-    solution cell defines it or a hidden test assigns it (a stand-in is swapped in under it), and no
-    cell after this one assigns it again outside the hidden tests.
+    solution cell defines it or a hidden test swaps a stand-in in under it (assigns it, or names it in
+    ``swapped(globals(), {...})``), and no cell after this one assigns it again outside the hidden tests.
     """
     solution_names = {gid: assigned(src) for gid, src, sol in cells if sol}
     swapped = set()
     for _, src, _ in cells:
         if HIDDEN in src:
-            swapped |= {n for n in assigned(src.split(HIDDEN, 1)[1].split("### END HIDDEN TESTS")[0])
-                        if not n.startswith("_")}
+            hidden = src.split(HIDDEN, 1)[1].split("### END HIDDEN TESTS")[0]
+            swapped |= {n for n in assigned(hidden) | swapped_names(hidden) if not n.startswith("_")}
     out = {}
     for i, (gid, src, sol) in enumerate(cells):
         if not sol:
@@ -228,6 +249,53 @@ def honest_answers(cells: list[tuple[str, str, bool]], solutions: dict[str, str]
             new = rewrite(answer, names.get(gid, set()), style)
             if new is not None:
                 out.setdefault(style, {})[gid] = new
+    return out
+
+
+def downstream(cells: list[tuple[str, str, bool]], changed: set[str]) -> set[str]:
+    """grade_ids of the solution cells that build on the ``changed`` cells, directly or through other cells.
+
+    ``cells``: (grade_id or "", source, is_solution) in notebook order, the sources as the student holds them;
+    test cells (those with a hidden part) are not read. A cell builds on ``changed`` if it reads a name that a
+    changed cell assigns, or that a cell assigns which builds on them (``optimizer = make_optimizer(...)``
+    between ``decay_mask`` and ``train_step``)."""
+    tainted: set[str] = set()
+    out: set[str] = set()
+    for gid, source, is_solution in cells:
+        if HIDDEN in source:
+            continue
+        if gid in changed:
+            tainted |= assigned(source)
+            continue
+        try:
+            reads = _loads(ast.parse(source))
+        except SyntaxError:
+            continue
+        if reads & tainted:
+            tainted |= assigned(source)
+            if is_solution and gid:
+                out.add(gid)
+    return out
+
+
+def pack_styles(cells: list[tuple[str, str, bool]], by_style: dict[str, dict[str, str]],
+                packs: list[dict[str, str]]) -> list[dict[str, str]]:
+    """For each pack (``{grade_id: the wrong answer it holds}``), ``{grade_id: honest rewrite}`` for the rewritten
+    cells downstream of its wrong answers (``downstream``, on the pack's own cells): those bind a wrong function
+    at definition, where a stand-in twin must reach them too. Over the packs a cell is downstream in, it takes the
+    styles in turn (starting at its own place among the rewritten cells), so that it meets every style where it is
+    downstream in four packs or more. ``by_style``: ``honest_answers``'s result."""
+    rewritten = list(next(iter(by_style.values()), {}))
+    turns = {gid: n for n, gid in enumerate(rewritten)}
+    out = []
+    for wrong in packs:
+        later = downstream([(gid, wrong.get(gid, source), sol) for gid, source, sol in cells], set(wrong))
+        answers = {}
+        for gid in rewritten:
+            if gid not in wrong and gid in later:
+                answers[gid] = by_style[STYLES[turns[gid] % len(STYLES)]][gid]
+                turns[gid] += 1
+        out.append(answers)
     return out
 
 

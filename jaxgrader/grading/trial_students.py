@@ -9,6 +9,14 @@ is then about as many autogrades as the exercise with the most wrong answers has
 ``pack=False`` (``jaxgrader trials --each``) grades one student per answer, to
 pin down which answer of a failing pack misbehaves.
 
+A wrong-answer student's other cells are the instructor's answers, except those downstream of its wrong
+answers that the honest rewrites change (``jaxgrader.grading.honest``): those it holds rewritten, bound to the
+wrong function at definition (a module-level transform, a default argument, a factory, ``functools.partial``),
+each such cell taking the styles in turn over the packs it is downstream in (``downstream_rewrites``). So every
+pack shows both that a mistake loses exactly its own tests and that a correct later answer binding it early
+loses nothing more (docs/authoring.md, "Isolation"). ``--each`` grades an answer alone with the rewrites its
+pack held downstream of it.
+
 Each answer also says whether a *visible* test catches it: by default some test
 cell in its ``fails`` must stop in its visible part (the student sees the mistake
 before submitting); ``visible = false`` declares a mistake only hidden tests catch.
@@ -38,7 +46,7 @@ from .course.config import load_config
 from .course.coursedir import coursedir_of, edition_coursedir, folder, source_notebooks
 from .course.notebooks import grade_id, is_solution, read_notebook, solutions_of
 from .forger import FORGER, forged
-from .honest import honest_answers, mixed_answers
+from .honest import STYLES, downstream, honest_answers, mixed_answers, pack_styles
 
 
 def wrong_answers(root: Path, assignment: str) -> list[dict]:
@@ -112,15 +120,21 @@ def pack(answers: list[dict], shared: set[str] = frozenset()) -> list[list[dict]
     groups: list[list[dict]] = []
     for answer in answers:
         for group in groups:
-            merged = group + [answer]
-            if (all(a["cell"] != answer["cell"] and not (set(a["fails"]) & set(answer["fails"])) - set(shared)
-                    for a in group)
-                    and all(own_tests(a, merged, shared) for a in merged)):
+            if fits(group, answer, shared):
                 group.append(answer)
                 break
         else:
             groups.append([answer])
     return groups
+
+
+def fits(group: list[dict], answer: dict, shared: set[str] = frozenset()) -> bool:
+    """Whether ``answer`` can join ``group`` (``pack``): another cell, no test in common but shared ones, and every
+    member still keeps a failing test of its own."""
+    merged = group + [answer]
+    return (all(a["cell"] != answer["cell"] and not (set(a["fails"]) & set(answer["fails"])) - set(shared)
+                for a in group)
+            and all(own_tests(a, merged, shared) for a in merged))
 
 
 def editions_of(root: Path, assignment: str) -> list[str]:
@@ -172,10 +186,12 @@ def trial_students(root: Path, assignment: str, packed: bool = True
         students[f"solution-{lang}"] = dict(solutions)
         students[f"release-{lang}"] = {nb: None for nb in notebooks}
     turn = 0
+    rewrites: dict[str, tuple[list, dict[str, dict[str, str]]]] = {}  # notebook -> (its code cells, honest_answers)
     for nb in notebooks:
         cells = [(grade_id(c) or "", c.source, is_solution(c))
                  for c in read_notebook(source / f"{nb}.ipynb").cells if c.cell_type == "code"]
         by_style = honest_answers(cells, solutions[nb])
+        rewrites[nb] = (cells, by_style)
         if packed and by_style:
             by_style, turn = mixed_answers(by_style, turn)
         for style, answers in by_style.items():
@@ -202,19 +218,94 @@ def trial_students(root: Path, assignment: str, packed: bool = True
     for wrong in answers:
         if not any(wrong["cell"] in solutions[nb] for nb in notebooks):
             raise ValueError(f"wrong answer {wrong['name']!r}: no solution cell {wrong['cell']!r} in {assignment}")
-    groups = pack(answers, shared_tests(root, assignment)) if packed else [[a] for a in answers]
+    shared = shared_tests(root, assignment)
+    packs = spread(pack(answers, shared), shared, rewrites, solutions)
+    styled = downstream_rewrites(packs, solutions, rewrites)
+    pack_of = {a["name"]: k for k, group in enumerate(packs) for a in group}
+    groups = packs if packed else [[a] for a in answers]
     holds: dict[str, list[dict]] = {}
     for k, group in enumerate(groups, 1):
         name = f"wrong-pack-{k}" if packed else f"wrong-{group[0]['name']}"
         if packed and turns[k % len(turns)]:
             name += f"-{turns[k % len(turns)]}"
         filled = {nb: dict(solutions[nb]) for nb in notebooks}
+        for nb, rewritten in styled[pack_of[group[0]["name"]]].items():
+            if not packed:  # --each: the cells downstream of this answer alone, in the styles its pack held them
+                alone = group[0]
+                later = downstream([(g, alone["code"] if g == alone["cell"] else src, sol)
+                                    for g, src, sol in rewrites[nb][0]], {alone["cell"]})
+                rewritten = {g: answer for g, answer in rewritten.items() if g in later}
+            filled[nb].update(rewritten)
         for wrong in group:
             owner = next(nb for nb in notebooks if wrong["cell"] in solutions[nb])
             filled[owner][wrong["cell"]] = wrong["code"]
         students[name] = filled
         holds[name] = group
     return students, holds
+
+
+def spread(groups: list[list[dict]], shared: set[str], rewrites: dict[str, tuple[list, dict]],
+           solutions: dict[str, dict[str, str]], wanted: int = len(STYLES)) -> list[list[dict]]:
+    """``pack``'s groups with a few answers moved so that each rewritten cell is held correct behind a mistake
+    upstream of it in ``wanted`` groups (one per style) where the catalogue allows: the greedy packing puts the
+    k-th answer of every cell together, so a later cell with as many wrong answers as an earlier one is never
+    correct behind it. An answer moves from a group that holds the later cell wrong to one that holds it right
+    and nothing upstream of it wrong, where it fits (another cell, no common test but shared ones, each keeping a
+    test of its own) and where no rewritten cell loses what it had; of those moves, one that pairs it with fewest
+    answers along its chain that claim a shared test with it (two mistakes on one chain can cancel, and a shared
+    end-to-end test would then keep its points). As many groups as before; the rest of the greedy packing, against
+    which the catalogue is tried, stays."""
+    later = {(nb, gid): downstream(cells, {gid}) for nb, (cells, _) in rewrites.items() for gid in solutions[nb]}
+    rewritable = [(nb, gid) for nb, (_, by_style) in rewrites.items() for gid in next(iter(by_style.values()), {})]
+
+    def cells(group):
+        return {(next((nb for nb in solutions if a["cell"] in solutions[nb]), None), a["cell"]) for a in group}
+
+    def covered(group, target):
+        held = cells(group)
+        return target not in held and any(target[1] in later.get(x, ()) for x in held if x[0] == target[0])
+
+    def coverage(grouping):
+        return {t: min(wanted, sum(covered(g, t) for g in grouping)) for t in rewritable}
+
+    def chained(a, b):
+        return any(b["cell"] in later.get((nb, a["cell"]), ()) or a["cell"] in later.get((nb, b["cell"]), ())
+                   for nb in solutions) and set(a["fails"]) & set(b["fails"]) & set(shared)
+
+    groups = [list(g) for g in groups]
+    for target in rewritable:
+        while coverage(groups)[target] < wanted:
+            now, moves = coverage(groups), []
+            for p, source in enumerate(groups):
+                for answer in (a for a in source if (target in cells(source)
+                                                     and target[1] in later.get((target[0], a["cell"]), ()))):
+                    for q, dest in enumerate(groups):
+                        if q == p or target in cells(dest) or covered(dest, target) or not fits(dest, answer, shared):
+                            continue
+                        trial = [[a for a in g if a is not answer] + ([answer] if k == q else [])
+                                 for k, g in enumerate(groups)]
+                        after = coverage(trial)
+                        if after[target] > now[target] and all(after[t] >= now[t] for t in rewritable):
+                            moves.append((sum(bool(chained(a, answer)) for a in dest), q, p, trial))
+            if not moves:
+                break
+            groups = min(moves, key=lambda m: m[:3])[3]
+    return groups
+
+
+def downstream_rewrites(packs: list[list[dict]], solutions: dict[str, dict[str, str]],
+                        rewrites: dict[str, tuple[list, dict]]) -> list[dict[str, dict[str, str]]]:
+    """For each pack of wrong answers, notebook -> {grade_id: honest rewrite} of the cells downstream of its wrong
+    answers (``honest.pack_styles``): a correct later answer that binds a wrong one at definition must lose nothing
+    for it, so the pack holds those cells bound early, each taking the styles in turn over the packs it is
+    downstream in. ``rewrites``: notebook -> (its code cells, ``honest_answers`` of them)."""
+    out: list[dict[str, dict[str, str]]] = [{} for _ in packs]
+    for nb, (cells, by_style) in rewrites.items():
+        if by_style:
+            held = [{a["cell"]: a["code"] for a in group if a["cell"] in solutions[nb]} for group in packs]
+            for k, answers in enumerate(pack_styles(cells, by_style, held)):
+                out[k][nb] = answers
+    return out
 
 
 def checked_only_by_the_solution(root: Path, assignment: str) -> list[str]:
