@@ -612,11 +612,11 @@ def _rule_messages():
         ("within_cell_time", [1.0], {}, {}), ("within_cell_time", "x", {}, {"seconds": 1.0}),
         ("within_cell_time", [5.0], {}, {"seconds": 1.0}),
     ]
-    from jaxgrader.grading.verdict.judging import (UNCHECKED_WORK, UNFRESH_WORK,  # judge_cell's own, for cell_time
-                                                   UNREPORTED_WORK)
+    from jaxgrader.grading.verdict.judging import (  # judge_cell's own, for cell_time and scores
+        UNCHECKED_TRAINING, UNCHECKED_WORK, UNFRESH_WORK, UNREPORTED_TRAINING, UNREPORTED_WORK)
 
-    return [CHECKS[rule](value, ref, context) for rule, value, ref, context in cases] + [UNCHECKED_WORK, UNREPORTED_WORK,
-                                                                                        UNFRESH_WORK]
+    return [CHECKS[rule](value, ref, context) for rule, value, ref, context in cases] + [
+        UNCHECKED_WORK, UNREPORTED_WORK, UNFRESH_WORK, UNCHECKED_TRAINING, UNREPORTED_TRAINING]
 
 
 def test_every_rule_message_has_a_korean_template():

@@ -235,6 +235,24 @@ def test_a_cell_time_counts_only_with_checked_work():
     assert alone["t"]["message"] == UNREPORTED_WORK
 
 
+def test_scores_count_only_beside_checked_values_of_the_training():
+    """Parameters the grader scores on held-out data show that some parameters classify well, not that the loop
+    under test made them (a kernel can fit them another way and hand them over): a ``scores`` part counts only
+    where a value of the same cell's training, compared with the reference's, counts too; a count the kernel
+    vouches for is no such value."""
+    from jaxgrader.grading.verdict.judging import UNCHECKED_TRAINING, UNREPORTED_TRAINING
+
+    scores = ref("scored", [np.ones(2)], rule="scores", bound=0.15)
+    reference = [ref("first losses", [2.3, 2.1], if_passed=["test_a"]), scores]
+    student = [output("first losses", [2.3, 2.1]), output("scored", [np.ones(2)], rule="scores", bound=0.15)]
+    kept = judge(student, reference, passed={"test_a": True})
+    assert kept["scored"]["message"] not in (UNCHECKED_TRAINING, UNREPORTED_TRAINING)
+    assert judge(student, reference, passed={"test_a": False})["scored"]["message"] == UNCHECKED_TRAINING
+    vouched = ref("steps taken", 400, rule="equal", evidence="kernel")
+    alone = judge(student + [output("steps taken", 400, rule="equal")], [vouched, scores], passed={})
+    assert not alone["scored"]["passed"] and alone["scored"]["message"] == UNREPORTED_TRAINING
+
+
 def test_a_cell_time_counts_only_where_the_cell_draws_from_its_nonce():
     """A timed cell whose work the run's seed decides could have been done by an earlier cell (a memo answers the
     timed calls): its time is no evidence, for the solution too, whatever it was. The mark is read from the cell's

@@ -61,6 +61,10 @@ MESSAGES = [
     "this test reports no result of the work it times, so its time is no evidence; ask your teacher",
     "this test's timed work does not draw its inputs from the cell's nonce, so it could have been done before the "
     "cell ran and its time is no evidence; ask your teacher",
+    "no result of the training that made these parameters is checked in this submission (it builds on an exercise "
+    "that failed), so their scores are no evidence of it",
+    "this test reports no result of the training that made these parameters, so their scores are no evidence of it; "
+    "ask your teacher",
     "the grader did not evaluate this part",
     "held for review: this notebook has code that no answer needs, and your teacher reads it before this check "
     "counts ({finding})",

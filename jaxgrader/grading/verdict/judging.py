@@ -44,6 +44,7 @@ EVIDENCE = {"close": "reference", "equal": "reference", "within_factor": "refere
             **{rule: "kernel" for rule in KERNEL_RULES}}
 WEAK = ("shape", "kernel")  # evidence a kernel can produce without doing the work
 CHECKED = ("reference", "artifact")  # evidence that the work was done
+VALUE_RULES = ("close", "equal")  # a value compared with the reference's, computed in the cell
 # A cell's time on the grader's clock is evidence of how the work was done only where the work's results are
 # checked too: a kernel that skips the work is fast. Where no part of the cell that is compared with the
 # reference (or evaluated by the grader) counts in a submission (an earlier exercise it builds on failed, and no
@@ -56,11 +57,25 @@ UNREPORTED_WORK = "this test reports no result of the work it times, so its time
 # could have computed them from the run's seed, and a memo answered the timed calls.
 UNFRESH_WORK = ("this test's timed work does not draw its inputs from the cell's nonce, so it could have been "
                 "done before the cell ran and its time is no evidence; ask your teacher")
+# Parameters scored by the grader show that *some* parameters classify well, not that the loop under test made
+# them: a kernel can fit them another way (a few hundred NumPy steps) and hand them over. So a ``scores`` part counts
+# only where values of the same cell's training (its first losses, its first steps' parameters) are compared with
+# the reference's and count in that submission.
+UNCHECKED_TRAINING = ("no result of the training that made these parameters is checked in this submission (it "
+                      "builds on an exercise that failed), so their scores are no evidence of it")
+UNREPORTED_TRAINING = ("this test reports no result of the training that made these parameters, so their scores "
+                       "are no evidence of it; ask your teacher")
 
 
 def evidence_of(ref: dict) -> str:
     """What the points of reference part ``ref`` rest on (see :data:`EVIDENCE`)."""
     return "kernel" if ref.get("evidence") == "kernel" else EVIDENCE.get(ref["rule"], "shape")
+
+
+def valued(ref: dict) -> bool:
+    """Whether part ``ref`` is a value of the cell's own computation compared with the reference's (not one the
+    kernel vouches for): what a ``scores`` part of the cell needs beside it to count."""
+    return ref["rule"] in VALUE_RULES and evidence_of(ref) == "reference"
 
 
 def counts(ref: dict, passed: dict[str, bool]) -> bool:
@@ -111,11 +126,13 @@ def judge_cell(outputs, reference: list[dict], seconds: float | None = None, pas
     """
     reports, problems = parse_reports(outputs)
     reported_work = any(evidence_of(ref) in CHECKED for ref in reference)
+    reported_values = any(valued(ref) for ref in reference)
     reference = [ref for ref in reference if counts(ref, passed or {})]
     context = {"reference": {ref["name"]: ref for ref in reference}, "seconds": seconds,
                "artifacts": artifacts_judged or {}}
     parts = []
     checked = any(evidence_of(ref) in CHECKED for ref in reference)
+    trained = any(valued(ref) for ref in reference)
     for ref in reference:
         got = reports.get(ref["name"], [])
         if len(got) > 1:
@@ -124,6 +141,8 @@ def judge_cell(outputs, reference: list[dict], seconds: float | None = None, pas
             message = UNCHECKED_WORK if reported_work else UNREPORTED_WORK
         elif ref["rule"] == "cell_time" and not fresh:
             message = UNFRESH_WORK
+        elif ref["rule"] == "scores" and not trained:
+            message = UNCHECKED_TRAINING if reported_values else UNREPORTED_TRAINING
         else:
             message = compare(got[0] if got else None, ref, context)
         evidence = evidence_of(ref)
@@ -186,6 +205,7 @@ def kernel_points_of(source_nb, references: dict[str, list]) -> dict[str, float]
     return out
 
 
-__all__ = ["CHECKED", "CHECKS", "EVIDENCE", "KERNEL_RULES", "UNCHECKED_WORK", "UNFRESH_WORK", "UNREPORTED_WORK", "WEAK",
+__all__ = ["CHECKED", "CHECKS", "EVIDENCE", "KERNEL_RULES", "UNCHECKED_TRAINING", "UNCHECKED_WORK", "UNFRESH_WORK",
+           "UNREPORTED_TRAINING", "UNREPORTED_WORK", "VALUE_RULES", "WEAK", "valued",
            "artifact_pairs", "compare", "counts", "evidence_of", "judge_cell", "kernel_points", "kernel_points_of",
            "weak_points"]
