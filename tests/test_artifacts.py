@@ -28,12 +28,15 @@ SANDBOXED = not check_sandbox()
 
 
 def _judged(student_value, reference_value, rule="program", **kw):
-    """Judge one part as the Verdict does: evaluate its artifacts, then the cell."""
+    """Judge one part as the Verdict does: evaluate its artifacts, then the cell. A ``scores`` part is judged beside
+    a value of its training that matches the reference's (it counts only there: tests/test_verdict.py)."""
     reference = [ref("p", reference_value, rule, **kw)]
     student = [output("p", student_value, rule, **{k: v for k, v in kw.items() if k in ("model", "data")})]
     (result,) = artifacts.evaluate([(reference[0], artifacts_report(student))], sandboxed=SANDBOXED)
-    (part,) = judge_cell(student, reference, artifacts_judged={"p": result})
-    return part
+    if rule == "scores":
+        reference, student = reference + [ref("losses", [2.3, 2.1])], student + [output("losses", [2.3, 2.1])]
+    parts = {part["name"]: part for part in judge_cell(student, reference, artifacts_judged={"p": result})}
+    return parts["p"]
 
 
 def artifacts_report(student_outputs):
