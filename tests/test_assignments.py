@@ -341,8 +341,11 @@ def test_wrong_answers_meet_the_styles_downstream_and_each_keeps_its_packs(assig
     from jaxgrader.grading.honest import downstream, honest_answers
     from jaxgrader.grading.trials import pack, shared_tests, trial_students
 
+    from jaxgrader.grading.trial_students import early_bound
+
     packed, holds = trial_students(ROOT, assignment)
     alone, _ = trial_students(ROOT, assignment, packed=False)
+    seen: dict[str, set[str]] = {}
     answers = wrong_answers(ROOT, assignment)
     assert len(holds) == len(pack(answers, shared_tests(ROOT, assignment)))
     for path in _source_notebooks(assignment):
@@ -355,9 +358,12 @@ def test_wrong_answers_meet_the_styles_downstream_and_each_keeps_its_packs(assig
             rewritten = {g for g, code in packed[student][nb].items()
                          if g not in mine and code != packed["solution"][nb][g]}
             assert rewritten == later - set(mine), (student, sorted(rewritten), sorted(later))
+            seen.setdefault(student, set()).update(rewritten)
             for w in group:
                 if w["cell"] not in mine:
                     continue
                 own = {g: code for g, code in alone[f"wrong-{w['name']}"][nb].items()
                        if g != w["cell"] and code != packed["solution"][nb][g]}
                 assert all(packed[student][nb][g] == code for g, code in own.items()), w["name"]
+    # what the trials' summary counts ("N wrong-answer students hold correct later answers bound early")
+    assert {s: set(cells) for s, cells in early_bound(packed, holds).items()} == {s: c for s, c in seen.items() if c}

@@ -208,6 +208,16 @@ def _trials(root: Path, assignment: str, only: list[str] | None, packed: bool = 
     print(f"\n{assignment}: held for review: " + (", ".join(f"{s} ({n} findings)" for s, n in sorted(held.items()))
                                                   or "nobody") + f"; {len(results) - len(held)} students not held"
           + (" (the forged students graded as released: only the evidence stops them)" if held else ""))
+    from .trial_students import early_bound, trial_students
+
+    students, holds = trial_students(root, assignment, packed)
+    bound = {s: cells for s, cells in early_bound(students, holds).items() if s in results}
+    if bound:  # one mistake, one exercise: a correct later answer bound to the mistake at definition loses nothing
+        ok = {o.name: o.ok for o in found}
+        bad_bound = [s for s in bound if not all(ok.get(f"wrong-{w['name']}", True) for w in holds[s])]
+        print(f"{assignment}: {len(bound)} wrong-answer students hold correct later answers bound early to their "
+              f"mistakes ({sum(map(len, bound.values()))} cells); "
+              + (f"BAD: {', '.join(bad_bound)}" if bad_bound else "each lost only its answers' tests"))
     r = rates(found)
     if r["answers"]:
         print(f"\n{assignment}: {r['answers']} wrong answers; {r['lose_points']} ({r['lose_points_rate']:.0%}) "

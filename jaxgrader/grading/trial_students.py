@@ -308,6 +308,21 @@ def downstream_rewrites(packs: list[list[dict]], solutions: dict[str, dict[str, 
     return out
 
 
+def early_bound(students: dict[str, dict[str, dict | None]], holds: dict[str, list[dict]]) -> dict[str, list[str]]:
+    """Wrong-answer student -> the cells it holds rewritten downstream of its mistakes (``downstream_rewrites``),
+    for the trials' summary: where a pack lost exactly its answers' tests, those correct later answers, bound to
+    the wrong functions at definition, cost nothing more. ``trial_students``'s result."""
+    solution = students["solution"]
+    out = {}
+    for student, group in holds.items():
+        own = {w["cell"] for w in group}
+        cells = [gid for nb, answers in students[student].items() for gid, code in (answers or {}).items()
+                 if gid not in own and code != (solution[nb] or {}).get(gid)]
+        if cells:
+            out[student] = cells
+    return out
+
+
 def checked_only_by_the_solution(root: Path, assignment: str) -> list[str]:
     """The instructor's answers that no other trial student holds as written where it must keep their points:
     empty when the ``solution`` student would grade nothing the others do not.
