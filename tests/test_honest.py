@@ -64,3 +64,42 @@ def test_packed_students_take_the_styles_in_turn():
         styles = {mixed[name][f"cell{n}"].split()[0] for name in mixed}
         assert len(styles) == MIXED, f"cell{n} is graded in {styles}"
     assert {answer.split()[0] for m in mixed.values() for answer in m.values()} == set(STYLES)
+
+
+_CHAIN = [  # (grade_id, source, is_solution): a chain with a locked cell between two exercises
+    ("setup", "import jax\nRATE = 0.1", False),
+    ("loss_fn", "def loss_fn(w, x):\n    return (w * x) ** 2", True),
+    ("make_opt", "def make_opt(rate):\n    return lambda g: -rate * g", True),
+    ("setup_opt", "opt = make_opt(RATE)", False),
+    ("step", "def step(w, x):\n    return w + opt(jax.grad(loss_fn)(w, x))", True),
+    ("evaluate", "def evaluate(w, xs):\n    return sum(loss_fn(w, x) for x in xs)", True),
+    ("test_step", "assert step(1.0, 2.0)\n### BEGIN HIDDEN TESTS\nwith _swapped(globals(), {\"opt\": _o}):\n"
+     "    pass\n### END HIDDEN TESTS", False),
+]
+
+
+def test_downstream_cells_are_found_through_the_cells_between():
+    from jaxgrader.grading.honest import downstream, swapped_names
+
+    assert downstream(_CHAIN, {"make_opt"}) == {"step"}  # through setup_opt's `opt`
+    assert downstream(_CHAIN, {"loss_fn"}) == {"step", "evaluate"}
+    assert downstream(_CHAIN, {"step"}) == set()
+    assert swapped_names(_CHAIN[-1][1].split("### BEGIN HIDDEN TESTS")[1]) == {"opt"}
+
+
+def test_packs_hold_the_cells_downstream_of_their_mistakes_in_the_styles_in_turn():
+    """Each pack holds, rewritten, the cells downstream of its wrong answers and no other; over the packs a
+    cell is downstream in, it meets the four styles in turn."""
+    from jaxgrader.grading.honest import STYLES, honest_answers, pack_styles
+
+    solutions = {gid: src for gid, src, sol in _CHAIN if sol}
+    by_style = honest_answers(_CHAIN, solutions)
+    assert set(by_style[STYLES[0]]) == {"step", "evaluate"}  # step binds `opt` too: a hidden test swaps it
+    packs = [{"loss_fn": "def loss_fn(w, x):\n    return w * x"}, {"make_opt": "def make_opt(rate):\n    return 0"},
+             {"step": "def step(w, x):\n    return w"}] + [{"loss_fn": "def loss_fn(w, x):\n    return x"}] * 3
+    held = pack_styles(_CHAIN, by_style, packs)
+    assert [sorted(h) for h in held] == [["evaluate", "step"], ["step"], [], ["evaluate", "step"],
+                                         ["evaluate", "step"], ["evaluate", "step"]]
+    for cell in ("step", "evaluate"):
+        styles = [next(s for s in STYLES if by_style[s][cell] == h[cell]) for h in held if cell in h]
+        assert len(set(styles[:4])) == 4, f"{cell}: {styles}"

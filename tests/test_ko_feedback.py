@@ -35,7 +35,6 @@ from jaxgrader.grading.demo import EDITION_STUDENTS, answers_for
 from jaxgrader.grading.editions import catalogs as tc
 from jaxgrader.grading.editions.localize import Translator, localize
 from jaxgrader.grading.editions.sentences import GRADER
-from jaxgrader.grading.sandbox.heldout import masked_files
 from jaxgrader.grading.sandbox.seed import seed_of, with_seed
 from jaxgrader.grading.verdict.reference import execute_reference, reference_reports
 
@@ -107,7 +106,6 @@ def test_hana_reads_every_part_and_verdict_in_korean(assignment):
     from jaxgrader.grading.verdict.verdict import Verdict
 
     config = with_seed(load_config(ROOT), seed_of(load_config(ROOT)))
-    masked_files(config)  # written once per process: two kernels starting at once would both write it
     as_submission = copy.deepcopy(config)  # a cell past its time is interrupted and fails, as nbgrader's Execute does
     as_submission.NotebookClient.interrupt_on_timeout = True
     # The course's 120 s per cell, cut to 30 here: the reference's slowest cell takes a few seconds, and a cell
